@@ -1,0 +1,319 @@
+"""The grammar IR every front end lowers to, and the builders that make it.
+
+A :class:`Grammar` is a set of named rules. Each rule is an :data:`Expr`: a regular
+expression over *characters* (Unicode code points, encoded as UTF-8 by the automaton) or raw
+bytes, whose atoms may also be references to other rules. A regex or a choice set is a
+one-rule grammar. Recursion is a rule that references itself (directly or not); the automaton
+handles it exactly with a stack, never by unrolling.
+
+Intersection (:class:`And`) and complement (:class:`Not`) are first-class because regular
+languages are closed under both; they may not contain references (a recursive language is
+not regular), which the automaton reports as a :class:`~constrain.errors.GrammarError`.
+
+>>> g = Grammar.single(seq(literal("id-"), repeat(char_range("0", "9"), 1, 3)))
+>>> g.start, sorted(g.rules)
+('start', ['start'])
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterable, Mapping
+from dataclasses import dataclass, field
+from typing import Union
+
+from .errors import GrammarError
+
+__all__ = [
+    "Expr",
+    "Chars",
+    "Bytes",
+    "Seq",
+    "Alt",
+    "Repeat",
+    "And",
+    "Not",
+    "Ref",
+    "Grammar",
+    "EMPTY",
+    "NOTHING",
+    "ANY_CHAR",
+    "literal",
+    "byte_literal",
+    "chars",
+    "char_range",
+    "seq",
+    "alt",
+    "repeat",
+    "optional",
+    "star",
+    "plus",
+    "intersect",
+    "complement",
+    "ref",
+    "normalize_ranges",
+]
+
+MAX_CODE_POINT = 0x10FFFF
+
+Ranges = tuple[tuple[int, int], ...]
+
+
+def normalize_ranges(ranges: Iterable[tuple[int, int]]) -> Ranges:
+    """Sort and merge inclusive ``(lo, hi)`` ranges.
+
+    >>> normalize_ranges([(5, 9), (0, 3), (4, 4), (20, 21)])
+    ((0, 9), (20, 21))
+    """
+    out: list[tuple[int, int]] = []
+    for lo, hi in sorted(r for r in ranges if r[0] <= r[1]):
+        if out and lo <= out[-1][1] + 1:
+            if hi > out[-1][1]:
+                out[-1] = (out[-1][0], hi)
+        else:
+            out.append((lo, hi))
+    return tuple(out)
+
+
+@dataclass(frozen=True, slots=True, eq=False)
+class Chars:
+    """One character from a set of Unicode code points (inclusive ranges, surrogates excluded)."""
+
+    ranges: Ranges
+
+
+@dataclass(frozen=True, slots=True, eq=False)
+class Bytes:
+    """One raw byte from a set of byte values (inclusive ranges within 0..255)."""
+
+    ranges: Ranges
+
+
+@dataclass(frozen=True, slots=True, eq=False)
+class Seq:
+    """Concatenation; ``Seq(())`` is the empty string."""
+
+    items: tuple[Expr, ...]
+
+
+@dataclass(frozen=True, slots=True, eq=False)
+class Alt:
+    """Union; ``Alt(())`` is the empty language."""
+
+    items: tuple[Expr, ...]
+
+
+@dataclass(frozen=True, slots=True, eq=False)
+class Repeat:
+    """``item`` repeated between ``min`` and ``max`` times (``max=None``: unbounded)."""
+
+    item: Expr
+    min: int
+    max: int | None
+
+
+@dataclass(frozen=True, slots=True, eq=False)
+class And:
+    """Intersection of the items' languages (no references inside)."""
+
+    items: tuple[Expr, ...]
+
+
+@dataclass(frozen=True, slots=True, eq=False)
+class Not:
+    """Complement of ``item`` within all *valid UTF-8* strings (no references inside)."""
+
+    item: Expr
+
+
+@dataclass(frozen=True, slots=True, eq=False)
+class Ref:
+    """The language of another rule of the same grammar."""
+
+    name: str
+
+
+Expr = Union[Chars, Bytes, Seq, Alt, Repeat, And, Not, Ref]
+
+EMPTY: Expr = Seq(())
+NOTHING: Expr = Alt(())
+ANY_CHAR: Expr = Chars(((0, 0xD7FF), (0xE000, MAX_CODE_POINT)))
+
+
+@dataclass(frozen=True)
+class Grammar:
+    """Named rules and the rule the language starts from.
+
+    Rule names are plain strings; front ends choose them (a JSON Schema compiler may use
+    JSON pointers). ``Grammar.single(expr)`` wraps one expression.
+    """
+
+    rules: Mapping[str, Expr]
+    start: str = "start"
+    metadata: Mapping[str, object] = field(default_factory=dict, compare=False)
+
+    def __post_init__(self) -> None:
+        if self.start not in self.rules:
+            raise GrammarError("start rule is not defined", self.start)
+        for name, expr in self.rules.items():
+            for referenced in _refs(expr):
+                if referenced not in self.rules:
+                    raise GrammarError(f"references undefined rule {referenced!r}", name)
+
+    @classmethod
+    def single(cls, expr: Expr) -> Grammar:
+        """A grammar with one rule named ``start``."""
+        return cls({"start": expr}, "start")
+
+
+def _refs(expr: Expr) -> Iterable[str]:
+    stack = [expr]
+    seen: set[int] = set()
+    while stack:
+        node = stack.pop()
+        if id(node) in seen:
+            continue
+        seen.add(id(node))
+        if isinstance(node, Ref):
+            yield node.name
+        elif isinstance(node, (Seq, Alt, And)):
+            stack.extend(node.items)
+        elif isinstance(node, (Repeat, Not)):
+            stack.append(node.item)
+
+
+# ---------------------------------------------------------------------------------------
+# Builders: the only way front ends should make nodes (they flatten and simplify a little).
+
+
+def literal(text: str) -> Expr:
+    """The exact string ``text``.
+
+    >>> literal("ab")
+    Seq(items=(Chars(ranges=((97, 97),)), Chars(ranges=((98, 98),))))
+    """
+    if len(text) == 1:
+        return Chars(((ord(text), ord(text)),))
+    return Seq(tuple(Chars(((ord(c), ord(c)),)) for c in text))
+
+
+def byte_literal(data: bytes) -> Expr:
+    """The exact byte string ``data`` (which need not be valid UTF-8)."""
+    if len(data) == 1:
+        return Bytes(((data[0], data[0]),))
+    return Seq(tuple(Bytes(((b, b),)) for b in data))
+
+
+def chars(ranges: Iterable[tuple[int, int]], negate: bool = False) -> Chars:
+    """A character from code point ranges (or from their complement when ``negate``).
+
+    Surrogates (U+D800..U+DFFF) are never included: they cannot be encoded in UTF-8.
+    """
+    merged = normalize_ranges(ranges)
+    if negate:
+        merged = _invert(merged, MAX_CODE_POINT)
+    return Chars(_without_surrogates(merged))
+
+
+def char_range(lo: str, hi: str) -> Chars:
+    """One character between ``lo`` and ``hi`` inclusive.
+
+    >>> char_range("a", "c").ranges
+    ((97, 99),)
+    """
+    return chars([(ord(lo), ord(hi))])
+
+
+def _invert(ranges: Ranges, top: int) -> Ranges:
+    out = []
+    nxt = 0
+    for lo, hi in ranges:
+        if lo > nxt:
+            out.append((nxt, lo - 1))
+        nxt = hi + 1
+    if nxt <= top:
+        out.append((nxt, top))
+    return tuple(out)
+
+
+def _without_surrogates(ranges: Ranges) -> Ranges:
+    out = []
+    for lo, hi in ranges:
+        if hi < 0xD800 or lo > 0xDFFF:
+            out.append((lo, hi))
+            continue
+        if lo < 0xD800:
+            out.append((lo, 0xD7FF))
+        if hi > 0xDFFF:
+            out.append((0xE000, hi))
+    return tuple(out)
+
+
+def seq(*items: Expr) -> Expr:
+    """Concatenation, flattening nested sequences."""
+    flat: list[Expr] = []
+    for item in items:
+        if isinstance(item, Seq):
+            flat.extend(item.items)
+        elif isinstance(item, Alt) and not item.items:
+            return NOTHING
+        else:
+            flat.append(item)
+    if len(flat) == 1:
+        return flat[0]
+    return Seq(tuple(flat))
+
+
+def alt(*items: Expr) -> Expr:
+    """Union, flattening nested unions and dropping empty languages."""
+    flat: list[Expr] = []
+    for item in items:
+        if isinstance(item, Alt):
+            flat.extend(item.items)
+        else:
+            flat.append(item)
+    if len(flat) == 1:
+        return flat[0]
+    return Alt(tuple(flat))
+
+
+def repeat(item: Expr, min: int = 0, max: int | None = None) -> Expr:
+    """``item`` repeated ``min``..``max`` times (``max=None`` is unbounded)."""
+    if min < 0 or (max is not None and max < min):
+        raise GrammarError(f"invalid repetition bounds {{{min},{max}}}")
+    if max == 0:
+        return EMPTY
+    if min == 1 and max == 1:
+        return item
+    return Repeat(item, min, max)
+
+
+def optional(item: Expr) -> Expr:
+    """Zero or one ``item``."""
+    return repeat(item, 0, 1)
+
+
+def star(item: Expr) -> Expr:
+    """Zero or more ``item``."""
+    return repeat(item, 0, None)
+
+
+def plus(item: Expr) -> Expr:
+    """One or more ``item``."""
+    return repeat(item, 1, None)
+
+
+def intersect(*items: Expr) -> Expr:
+    """Strings in every item's language."""
+    if len(items) == 1:
+        return items[0]
+    return And(tuple(items))
+
+
+def complement(item: Expr) -> Expr:
+    """Valid UTF-8 strings not in ``item``'s language."""
+    return Not(item)
+
+
+def ref(name: str) -> Ref:
+    """A reference to the rule ``name``."""
+    return Ref(name)
