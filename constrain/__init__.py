@@ -1,0 +1,1 @@
+"""constrain: structured output for language models."""

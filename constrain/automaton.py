@@ -1,0 +1,374 @@
+"""Grammar IR → one lazy deterministic automaton over UTF-8 bytes.
+
+Each rule becomes a term (see :mod:`constrain.terms`); a *configuration* is the set of
+stacks of terms the input may be in (top of a stack last). Rule references push a frame and
+a finished rule pops it, so recursion is exact, never unrolled. For a regex or a
+non-recursive schema a configuration is a single one-frame stack and this is a plain DFA.
+
+Configurations are numbered as they are reached: these numbers are the automaton's states.
+A state's 256 successors are computed once, when first needed, into a numpy row, so the mask
+engine can index them in bulk. ``max_states`` bounds memory with a clear error.
+
+>>> from constrain.grammar import Grammar, literal, alt, star, ref, seq
+>>> g = Grammar({"start": seq(literal("["), alt(literal("x"), ref("start")), literal("]"))})
+>>> a = Automaton(g)
+>>> a.matches(b"[[[x]]]"), a.matches(b"[[x]"), a.matches(b"[]")
+(True, False, False)
+"""
+
+from __future__ import annotations
+
+import threading
+from dataclasses import dataclass
+
+import numpy as np
+
+from . import grammar as ir
+from .errors import GrammarError, ResourceLimitError
+from .terms import EMPTYSET, EPS, TermStore
+
+__all__ = ["Automaton", "AutomatonOptions"]
+
+Stack = tuple[int, ...]
+Config = frozenset[Stack]
+
+# Code points per UTF-8 length; surrogates are excluded by the caller.
+_UTF8_BANDS = ((0, 0x7F), (0x80, 0x7FF), (0x800, 0xFFFF), (0x10000, 0x10FFFF))
+_MAX_PUSHES_PER_STEP = 512
+
+
+@dataclass(frozen=True)
+class AutomatonOptions:
+    """Budgets of one automaton.
+
+    ``max_states`` (default 100,000): reached configurations; each costs a 1 KiB row, so the
+    default caps rows at ~100 MB. ``max_terms`` (default 2,000,000): distinct terms built by
+    derivatives (~200 bytes each). Both raise :class:`ResourceLimitError` when exceeded.
+    """
+
+    max_states: int = 100_000
+    max_terms: int = 2_000_000
+
+
+class Automaton:
+    """The lazy byte-level automaton of a :class:`~constrain.grammar.Grammar`.
+
+    Thread-safe: building new states takes a lock; reading built ones does not.
+    """
+
+    DEAD = 0
+
+    def __init__(self, grammar: ir.Grammar, options: AutomatonOptions | None = None) -> None:
+        self.options = options or AutomatonOptions()
+        self.grammar = grammar
+        self._rule_index = {name: i for i, name in enumerate(grammar.rules)}
+        rule_nullable = _rule_nullability(grammar)
+        self.terms = TermStore(
+            self.options.max_terms, [rule_nullable[n] for n in grammar.rules]
+        )
+        self._converted: dict[int, tuple[ir.Expr, int]] = {}
+        self._char_cache: dict[tuple[tuple[int, int], ...], int] = {}
+        self._utf8_star: int | None = None
+        self.rule_terms = [self._convert(expr, name) for name, expr in grammar.rules.items()]
+        self._check_left_recursion()
+        self._lock = threading.RLock()
+        self._configs: list[Config] = [frozenset()]
+        self._config_ids: dict[Config, int] = {frozenset(): self.DEAD}
+        self._rows = np.full((64, 256), -1, dtype=np.int32)
+        self._rows[self.DEAD] = self.DEAD
+        self._accepting = np.zeros(64, dtype=bool)
+        start_rule = self._rule_index[grammar.start]
+        self.start = self._intern(frozenset({_normalize((self.rule_terms[start_rule],))}))
+
+    # -- IR conversion -----------------------------------------------------------------
+
+    def _convert(self, expr: ir.Expr, rule: str) -> int:
+        key = id(expr)
+        found = self._converted.get(key)
+        if found is not None:
+            return found[1]
+        t = self.terms
+        if isinstance(expr, ir.Chars):
+            result = self._chars(expr.ranges)
+        elif isinstance(expr, ir.Bytes):
+            bits = 0
+            for lo, hi in expr.ranges:
+                if not 0 <= lo <= hi <= 255:
+                    raise GrammarError(f"byte range {lo}-{hi} outside 0..255", rule)
+                bits |= ((1 << (hi - lo + 1)) - 1) << lo
+            result = t.bytes_term(bits)
+        elif isinstance(expr, ir.Seq):
+            result = t.seq_all(self._convert(i, rule) for i in expr.items)
+        elif isinstance(expr, ir.Alt):
+            result = t.alt(self._convert(i, rule) for i in expr.items)
+        elif isinstance(expr, ir.Repeat):
+            result = t.repeat(self._convert(expr.item, rule), expr.min, expr.max)
+        elif isinstance(expr, ir.And):
+            items = [self._convert(i, rule) for i in expr.items]
+            self._forbid_refs(items, "intersection", rule)
+            result = t.intersect(items)
+        elif isinstance(expr, ir.Not):
+            inner = self._convert(expr.item, rule)
+            self._forbid_refs([inner], "complement", rule)
+            result = t.intersect([t.complement(inner), self.utf8_star()])
+        elif isinstance(expr, ir.Ref):
+            result = t.ref(self._rule_index[expr.name])
+        else:
+            raise GrammarError(f"not a grammar expression: {expr!r}", rule)
+        # Holding expr keeps its id from being reused by another node during conversion.
+        self._converted[key] = (expr, result)
+        return result
+
+    def _forbid_refs(self, items: list[int], what: str, rule: str) -> None:
+        if any(self.terms.has_ref(i) for i in items):
+            raise GrammarError(
+                f"a rule reference inside {what} is not regular; inline it first", rule
+            )
+
+    def utf8_star(self) -> int:
+        """The term for any sequence of valid UTF-8 characters."""
+        if self._utf8_star is None:
+            self._utf8_star = self.terms.repeat(self._chars(ir.ANY_CHAR.ranges), 0, None)
+        return self._utf8_star
+
+    def _chars(self, ranges: tuple[tuple[int, int], ...]) -> int:
+        found = self._char_cache.get(ranges)
+        if found is not None:
+            return found
+        t = self.terms
+        alternatives = []
+        for lo, hi in ranges:
+            for part_lo, part_hi in ((lo, min(hi, 0xD7FF)), (max(lo, 0xE000), hi)):
+                if part_lo > part_hi:
+                    continue
+                for band_lo, band_hi in _UTF8_BANDS:
+                    a, b = max(part_lo, band_lo), min(part_hi, band_hi)
+                    if a <= b:
+                        for byte_ranges in _utf8_byte_ranges(a, b):
+                            alternatives.append(
+                                t.seq_all(
+                                    t.bytes_term(((1 << (h - l + 1)) - 1) << l)
+                                    for l, h in byte_ranges
+                                )
+                            )
+        result = t.alt(alternatives)
+        self._char_cache[ranges] = result
+        return result
+
+    def _check_left_recursion(self) -> None:
+        # A rule that can reach itself without consuming a byte would push frames forever.
+        first: dict[int, set[int]] = {}
+        for i, term in enumerate(self.rule_terms):
+            first[i] = set(self.terms.derivative(term)[1])
+        names = list(self.grammar.rules)
+        for i in first:
+            seen: set[int] = set()
+            todo = list(first[i])
+            while todo:
+                r = todo.pop()
+                if r == i:
+                    raise GrammarError("left recursion (a rule reaches itself first)", names[i])
+                if r not in seen:
+                    seen.add(r)
+                    todo.extend(first[r])
+
+    # -- configurations ----------------------------------------------------------------
+
+    def _intern(self, config: Config) -> int:
+        config = frozenset(s for s in config if s != (EMPTYSET,))
+        found = self._config_ids.get(config)
+        if found is not None:
+            return found
+        ident = len(self._configs)
+        if ident >= self.options.max_states:
+            raise ResourceLimitError(
+                "max_states", self.options.max_states, "raise AutomatonOptions.max_states"
+            )
+        self._configs.append(config)
+        self._config_ids[config] = ident
+        if ident >= len(self._rows):
+            grow = len(self._rows)
+            self._rows = np.concatenate([self._rows, np.full((grow, 256), -1, np.int32)])
+            self._accepting = np.concatenate([self._accepting, np.zeros(grow, bool)])
+        self._accepting[ident] = any(self._stack_can_end(s) for s in config)
+        return ident
+
+    def _stack_can_end(self, stack: Stack) -> bool:
+        return all(self.terms.nullable(t) for t in stack)
+
+    def _stack_pieces(self, stack: Stack, out: list[tuple[int, Stack]], pushes: list[int]) -> None:
+        if not stack:
+            return
+        top, rest = stack[-1], stack[:-1]
+        pieces, refs = self.terms.derivative(top)
+        for bits, nxt in pieces:
+            out.append((bits, _normalize(rest + (nxt,))))
+        for rule, nxt in refs.items():
+            pushes[0] += 1
+            if pushes[0] > _MAX_PUSHES_PER_STEP:
+                raise GrammarError(
+                    "rules nest more than 512 deep without consuming input",
+                    list(self.grammar.rules)[rule],
+                )
+            self._stack_pieces(rest + (nxt, self.rule_terms[rule]), out, pushes)
+        if rest and self.terms.nullable(top):
+            self._stack_pieces(rest, out, pushes)
+
+    def _compute_row(self, state: int) -> None:
+        with self._lock:
+            if self._rows[state, 0] >= 0:
+                return
+            pieces: list[tuple[int, Stack]] = []
+            for stack in self._configs[state]:
+                self._stack_pieces(stack, pieces, [0])
+            row = np.zeros(256, dtype=np.int32)
+            for bits, members in _partition(pieces):
+                row[_bit_positions(bits)] = self._intern(frozenset(members))
+            self._rows[state] = row
+
+    # -- public queries ----------------------------------------------------------------
+
+    @property
+    def num_states(self) -> int:
+        """How many states have been built so far."""
+        return len(self._configs)
+
+    def row(self, state: int) -> np.ndarray:
+        """The 256 successor states of ``state`` (``DEAD`` where a byte is rejected)."""
+        if self._rows[state, 0] < 0:
+            self._compute_row(state)
+        return self._rows[state]
+
+    def rows_for(self, states: np.ndarray) -> np.ndarray:
+        """The full row table, after making sure every state in ``states`` has its row."""
+        table = self._rows
+        missing = states[table[states, 0] < 0]
+        if len(missing):
+            for s in np.unique(missing).tolist():
+                self._compute_row(s)
+            table = self._rows
+        return table
+
+    def step(self, state: int, byte: int) -> int:
+        """The state after ``byte``, or ``DEAD``."""
+        return int(self.row(state)[byte])
+
+    def step_bytes(self, state: int, data: bytes) -> int:
+        """The state after all of ``data``, or ``DEAD`` as soon as a byte is rejected."""
+        for byte in data:
+            row = self._rows[state]
+            nxt = row[byte] if row[0] >= 0 else self.row(state)[byte]
+            state = int(nxt)
+            if state == self.DEAD:
+                return state
+        return state
+
+    def is_accepting(self, state: int) -> bool:
+        """Whether the input may end in ``state``."""
+        return bool(self._accepting[state])
+
+    def accepting_flags(self) -> np.ndarray:
+        """A view of the per-state accepting flags built so far."""
+        return self._accepting[: len(self._configs)]
+
+    def matches(self, data: bytes) -> bool:
+        """Whether ``data`` is in the language (a full match).
+
+        >>> from constrain.grammar import Grammar, literal
+        >>> Automaton(Grammar.single(literal("é"))).matches("é".encode())
+        True
+        """
+        state = self.step_bytes(self.start, data)
+        return state != self.DEAD and self.is_accepting(state)
+
+    def forced_bytes(self, state: int, limit: int = 4096) -> bytes:
+        """The bytes every continuation from ``state`` starts with (for jump-forward)."""
+        out = bytearray()
+        while len(out) < limit and not self.is_accepting(state) and state != self.DEAD:
+            row = self.row(state)
+            live = np.flatnonzero(row != self.DEAD)
+            if len(live) != 1:
+                break
+            out.append(int(live[0]))
+            state = int(row[live[0]])
+        return bytes(out)
+
+
+def _normalize(stack: Stack) -> Stack:
+    """Drop finished frames: a frame whose term is ε can only return to its caller."""
+    while stack and stack[-1] == EPS:
+        stack = stack[:-1]
+    if any(t == EMPTYSET for t in stack):
+        return (EMPTYSET,)
+    return stack
+
+
+def _partition(pieces: list[tuple[int, Stack]]) -> list[tuple[int, set[Stack]]]:
+    acc: list[tuple[int, set[Stack]]] = []
+    for bits, stack in pieces:
+        if stack == (EMPTYSET,):
+            continue
+        new_acc: list[tuple[int, set[Stack]]] = []
+        for have, members in acc:
+            both = have & bits
+            if both:
+                new_acc.append((both, members | {stack}))
+                if have & ~bits:
+                    new_acc.append((have & ~bits, members))
+                bits &= ~have
+            else:
+                new_acc.append((have, members))
+        if bits:
+            new_acc.append((bits, {stack}))
+        acc = new_acc
+    return acc
+
+
+def _bit_positions(bits: int) -> np.ndarray:
+    raw = np.frombuffer(bits.to_bytes(32, "little"), dtype=np.uint8)
+    return np.flatnonzero(np.unpackbits(raw, bitorder="little"))
+
+
+def _utf8_byte_ranges(lo: int, hi: int) -> list[list[tuple[int, int]]]:
+    """Split code points lo..hi (one UTF-8 length) into sequences of byte ranges."""
+    n = len(chr(lo).encode("utf-8"))
+    if n > 1:
+        for i in range(1, n):
+            m = (1 << (6 * i)) - 1
+            if lo & ~m != hi & ~m:
+                if lo & m:
+                    return _utf8_byte_ranges(lo, lo | m) + _utf8_byte_ranges((lo | m) + 1, hi)
+                if hi & m != m:
+                    return _utf8_byte_ranges(lo, (hi & ~m) - 1) + _utf8_byte_ranges(hi & ~m, hi)
+    a, b = chr(lo).encode("utf-8"), chr(hi).encode("utf-8")
+    return [[(a[i], b[i]) for i in range(n)]]
+
+
+def _rule_nullability(grammar: ir.Grammar) -> dict[str, bool]:
+    nullable = dict.fromkeys(grammar.rules, False)
+    changed = True
+    while changed:
+        changed = False
+        for name, expr in grammar.rules.items():
+            if not nullable[name] and _expr_nullable(expr, nullable):
+                nullable[name] = True
+                changed = True
+    return nullable
+
+
+def _expr_nullable(expr: ir.Expr, rules: dict[str, bool]) -> bool:
+    if isinstance(expr, (ir.Chars, ir.Bytes)):
+        return False
+    if isinstance(expr, ir.Seq):
+        return all(_expr_nullable(i, rules) for i in expr.items)
+    if isinstance(expr, ir.Alt):
+        return any(_expr_nullable(i, rules) for i in expr.items)
+    if isinstance(expr, ir.Repeat):
+        return expr.min == 0 or _expr_nullable(expr.item, rules)
+    if isinstance(expr, ir.And):
+        return all(_expr_nullable(i, rules) for i in expr.items)
+    if isinstance(expr, ir.Not):
+        return not _expr_nullable(expr.item, rules)
+    if isinstance(expr, ir.Ref):
+        return rules[expr.name]
+    raise GrammarError(f"not a grammar expression: {expr!r}")

@@ -1,0 +1,347 @@
+"""Hash-consed byte-level regular terms and their symbolic derivatives.
+
+The automaton's states are built from these terms. A term is an integer id into a
+:class:`TermStore`; structurally equal terms get the same id, so equal derivatives are
+recognised as the same automaton state for free. The derivative of a term is computed
+*symbolically*, once per term: a short list of ``(byte set, successor)`` pairs with disjoint
+byte sets (a byte set is a 256-bit Python int), plus successors for rule references, which
+the stack machine in :mod:`constrain.automaton` interprets.
+
+Derivatives handle bounded repetition with counters (``x{3,1000}`` derives to ``x'·x{2,999}``)
+instead of unrolling, and intersection and complement directly, so ``(a|b)*a(a|b){20}`` or
+``[0-9]{1,1000}`` stay small: only the states that decoding reaches are ever built.
+
+>>> store = TermStore()
+>>> digit = store.byte_set(range(0x30, 0x3A))
+>>> t = store.repeat(digit, 1, 3)
+>>> [(bin(bits).count("1"), store.show(nxt)) for bits, nxt in store.derivative(t)[0]]
+[(10, '[30-39]{0,2}')]
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterable
+
+from .errors import ResourceLimitError
+
+__all__ = ["TermStore", "EMPTYSET", "EPS", "ALL_BYTES"]
+
+# Term kinds.
+_EMPTYSET, _EPS, _BYTES, _SEQ, _ALT, _REP, _AND, _NOT, _REF = range(9)
+
+EMPTYSET = 0
+EPS = 1
+ALL_BYTES = (1 << 256) - 1
+
+Pieces = list[tuple[int, int]]
+Derivative = tuple[Pieces, dict[int, int]]
+
+
+class TermStore:
+    """Owns every term of one automaton; not shared across automata.
+
+    ``max_terms`` bounds memory: creating more raises :class:`ResourceLimitError`.
+    """
+
+    def __init__(self, max_terms: int = 2_000_000, rule_nullable: Iterable[bool] = ()) -> None:
+        self.max_terms = max_terms
+        self._kind: list[int] = [_EMPTYSET, _EPS]
+        self._args: list[tuple[object, ...]] = [(), ()]
+        self._nullable: list[bool] = [False, True]
+        self._ids: dict[tuple[object, ...], int] = {}
+        self._derivatives: dict[int, Derivative] = {}
+        self.rule_nullable: list[bool] = list(rule_nullable)
+
+    def __len__(self) -> int:
+        return len(self._kind)
+
+    # -- construction ------------------------------------------------------------------
+
+    def _make(self, kind: int, args: tuple[object, ...], nullable: bool) -> int:
+        key = (kind, *args)
+        found = self._ids.get(key)
+        if found is not None:
+            return found
+        ident = len(self._kind)
+        if ident >= self.max_terms:
+            raise ResourceLimitError(
+                "max_terms", self.max_terms, "the constraint is too large to build; simplify it"
+            )
+        self._kind.append(kind)
+        self._args.append(args)
+        self._nullable.append(nullable)
+        self._ids[key] = ident
+        return ident
+
+    def bytes_term(self, bits: int) -> int:
+        """One byte whose value is in the 256-bit set ``bits``."""
+        if bits == 0:
+            return EMPTYSET
+        return self._make(_BYTES, (bits,), False)
+
+    def byte_set(self, values: Iterable[int]) -> int:
+        """One byte from ``values``."""
+        bits = 0
+        for v in values:
+            bits |= 1 << v
+        return self.bytes_term(bits)
+
+    def seq(self, a: int, b: int) -> int:
+        """Concatenation ``a·b`` (kept right-nested so derivatives only look at the head)."""
+        if a == EMPTYSET or b == EMPTYSET:
+            return EMPTYSET
+        if a == EPS:
+            return b
+        if b == EPS:
+            return a
+        if self._kind[a] == _SEQ:
+            head, tail = self._args[a]
+            return self.seq(head, self.seq(tail, b))  # type: ignore[arg-type]
+        return self._make(_SEQ, (a, b), self._nullable[a] and self._nullable[b])
+
+    def seq_all(self, items: Iterable[int]) -> int:
+        result = EPS
+        for item in reversed(list(items)):
+            result = self.seq(item, result)
+        return result
+
+    def alt(self, items: Iterable[int]) -> int:
+        """Union; flattened, deduplicated and sorted so equal unions are one term."""
+        flat: set[int] = set()
+        for item in items:
+            if item == EMPTYSET:
+                continue
+            if self._kind[item] == _ALT:
+                flat.update(self._args[item])  # type: ignore[arg-type]
+            else:
+                flat.add(item)
+        if not flat:
+            return EMPTYSET
+        if len(flat) == 1:
+            return next(iter(flat))
+        merged = self._merge_byte_alternatives(flat)
+        if len(merged) == 1:
+            return merged[0]
+        return self._make(_ALT, tuple(merged), any(self._nullable[i] for i in merged))
+
+    def _merge_byte_alternatives(self, items: set[int]) -> list[int]:
+        # [a]|[b] is the byte set [ab]: fewer terms, and equal languages meet as one term.
+        bits = 0
+        rest = []
+        for item in items:
+            if self._kind[item] == _BYTES:
+                bits |= self._args[item][0]  # type: ignore[operator]
+            else:
+                rest.append(item)
+        if bits:
+            rest.append(self.bytes_term(bits))
+        return sorted(rest)
+
+    def repeat(self, item: int, lo: int, hi: int | None) -> int:
+        """``item{lo,hi}``; ``hi=None`` is unbounded."""
+        if hi is not None and hi < lo:
+            return EMPTYSET
+        if hi == 0 or item == EPS:
+            return EPS
+        if item == EMPTYSET:
+            return EPS if lo == 0 else EMPTYSET
+        if self._nullable[item]:
+            lo = 0  # x contains the empty string, so fewer copies are always possible
+        if lo == 1 and hi == 1:
+            return item
+        if self._kind[item] == _REP and hi is None and lo <= 1:
+            inner, ilo, ihi = self._args[item]
+            if ihi is None and ilo <= 1:  # (x*)* = x*, (x+)* = x*, (x*)+ = x*
+                return self._make(_REP, (inner, min(lo, ilo), None), lo == 0 or ilo == 0)
+        return self._make(_REP, (item, lo, hi), lo == 0)
+
+    def intersect(self, items: Iterable[int]) -> int:
+        """Intersection; flattened and sorted."""
+        flat: set[int] = set()
+        for item in items:
+            if item == EMPTYSET:
+                return EMPTYSET
+            if self._kind[item] == _AND:
+                flat.update(self._args[item])  # type: ignore[arg-type]
+            elif not (self._kind[item] == _NOT and self._args[item][0] == EMPTYSET):
+                flat.add(item)
+        if not flat:
+            return self.complement(EMPTYSET)
+        if len(flat) == 1:
+            return next(iter(flat))
+        ordered = tuple(sorted(flat))
+        return self._make(_AND, ordered, all(self._nullable[i] for i in ordered))
+
+    def complement(self, item: int) -> int:
+        """All byte strings not in ``item`` (callers intersect with valid UTF-8 themselves)."""
+        if self._kind[item] == _NOT:
+            return self._args[item][0]  # type: ignore[return-value]
+        return self._make(_NOT, (item,), not self._nullable[item])
+
+    def ref(self, rule: int) -> int:
+        """A reference to rule number ``rule`` (resolved by the stack machine)."""
+        return self._make(_REF, (rule,), self.rule_nullable[rule])
+
+    # -- queries -----------------------------------------------------------------------
+
+    def nullable(self, term: int) -> bool:
+        """Whether ``term`` matches the empty string."""
+        return self._nullable[term]
+
+    def has_ref(self, term: int) -> bool:
+        """Whether a rule reference occurs anywhere inside ``term``."""
+        stack = [term]
+        seen = set()
+        while stack:
+            t = stack.pop()
+            if t in seen:
+                continue
+            seen.add(t)
+            kind = self._kind[t]
+            if kind == _REF:
+                return True
+            if kind in (_SEQ, _ALT, _AND):
+                stack.extend(self._args[t])  # type: ignore[arg-type]
+            elif kind in (_REP, _NOT):
+                stack.append(self._args[t][0])  # type: ignore[arg-type]
+        return False
+
+    def derivative(self, term: int) -> Derivative:
+        """``(pieces, refs)``: disjoint ``(byte set, successor)`` pairs, and for each rule
+        reference that may come first, the successor after that rule's text."""
+        found = self._derivatives.get(term)
+        if found is None:
+            found = self._derive(term)
+            self._derivatives[term] = found
+        return found
+
+    def _derive(self, term: int) -> Derivative:
+        kind = self._kind[term]
+        args = self._args[term]
+        if kind in (_EMPTYSET, _EPS):
+            return [], {}
+        if kind == _BYTES:
+            return [(args[0], EPS)], {}  # type: ignore[list-item]
+        if kind == _REF:
+            return [], {args[0]: EPS}  # type: ignore[dict-item]
+        if kind == _SEQ:
+            head, tail = args
+            pieces, refs = self.derivative(head)  # type: ignore[arg-type]
+            out = [(bits, self.seq(nxt, tail)) for bits, nxt in pieces]  # type: ignore[arg-type]
+            out_refs = {r: self.seq(nxt, tail) for r, nxt in refs.items()}  # type: ignore[arg-type]
+            if self._nullable[head]:  # type: ignore[index]
+                tail_pieces, tail_refs = self.derivative(tail)  # type: ignore[arg-type]
+                out = union_pieces(self, [out, tail_pieces])
+                for r, nxt in tail_refs.items():
+                    out_refs[r] = self.alt([out_refs[r], nxt]) if r in out_refs else nxt
+            return out, out_refs
+        if kind == _ALT:
+            parts = [self.derivative(i) for i in args]  # type: ignore[arg-type]
+            merged_refs: dict[int, int] = {}
+            for _, refs in parts:
+                for r, nxt in refs.items():
+                    merged_refs[r] = self.alt([merged_refs[r], nxt]) if r in merged_refs else nxt
+            return union_pieces(self, [p for p, _ in parts]), merged_refs
+        if kind == _REP:
+            item, lo, hi = args
+            rest = self.repeat(item, max(lo - 1, 0), None if hi is None else hi - 1)  # type: ignore
+            pieces, refs = self.derivative(item)  # type: ignore[arg-type]
+            return (
+                [(bits, self.seq(nxt, rest)) for bits, nxt in pieces],
+                {r: self.seq(nxt, rest) for r, nxt in refs.items()},
+            )
+        if kind == _AND:
+            result: Pieces = [(ALL_BYTES, -1)]
+            for item in args:
+                pieces, _ = self.derivative(item)  # type: ignore[arg-type]
+                result = _intersect_pieces(self, result, pieces)
+                if not result:
+                    break
+            return [(bits, nxt) for bits, nxt in result if nxt != EMPTYSET], {}
+        if kind == _NOT:
+            pieces, _ = self.derivative(args[0])  # type: ignore[arg-type]
+            covered = 0
+            out = []
+            for bits, nxt in pieces:
+                covered |= bits
+                out.append((bits, self.complement(nxt)))
+            if covered != ALL_BYTES:
+                out.append((ALL_BYTES & ~covered, self.complement(EMPTYSET)))
+            return out, {}
+        raise AssertionError(f"unknown term kind {kind}")  # pragma: no cover
+
+    def show(self, term: int) -> str:
+        """A compact human-readable rendering, for debugging and error messages."""
+        kind, args = self._kind[term], self._args[term]
+        if kind == _EMPTYSET:
+            return "∅"
+        if kind == _EPS:
+            return "ε"
+        if kind == _BYTES:
+            return _show_bits(args[0])  # type: ignore[arg-type]
+        if kind == _SEQ:
+            return self.show(args[0]) + self.show(args[1])  # type: ignore[arg-type]
+        if kind == _ALT:
+            return "(" + "|".join(self.show(i) for i in args) + ")"  # type: ignore[arg-type]
+        if kind == _REP:
+            item, lo, hi = args
+            return f"{self.show(item)}{{{lo},{'' if hi is None else hi}}}"  # type: ignore
+        if kind == _AND:
+            return "(" + "&".join(self.show(i) for i in args) + ")"  # type: ignore[arg-type]
+        if kind == _NOT:
+            return "~" + self.show(args[0])  # type: ignore[arg-type]
+        return f"<rule {args[0]}>"
+
+
+def union_pieces(store: TermStore, groups: list[Pieces]) -> Pieces:
+    """Merge several disjoint piece lists into one whose successors are unions."""
+    groups = [g for g in groups if g]
+    if len(groups) == 1:
+        return groups[0]
+    acc: list[tuple[int, list[int]]] = []
+    for group in groups:
+        for bits, nxt in group:
+            new_acc: list[tuple[int, list[int]]] = []
+            for have_bits, targets in acc:
+                both = have_bits & bits
+                if both:
+                    new_acc.append((both, targets + [nxt]))
+                    only = have_bits & ~bits
+                    if only:
+                        new_acc.append((only, targets))
+                    bits &= ~have_bits
+                else:
+                    new_acc.append((have_bits, targets))
+            if bits:
+                new_acc.append((bits, [nxt]))
+            acc = new_acc
+    merged: dict[int, int] = {}
+    for bits, targets in acc:
+        target = store.alt(targets)
+        merged[target] = merged.get(target, 0) | bits
+    return [(bits, target) for target, bits in merged.items()]
+
+
+def _intersect_pieces(store: TermStore, left: Pieces, right: Pieces) -> Pieces:
+    out: dict[int, int] = {}
+    for lbits, lnext in left:
+        for rbits, rnext in right:
+            both = lbits & rbits
+            if both:
+                target = rnext if lnext == -1 else store.intersect([lnext, rnext])
+                if target != EMPTYSET:
+                    out[target] = out.get(target, 0) | both
+    return [(bits, target) for target, bits in out.items()]
+
+
+def _show_bits(bits: int) -> str:
+    ranges = []
+    b = 0
+    while b < 256:
+        if bits >> b & 1:
+            start = b
+            while b + 1 < 256 and bits >> (b + 1) & 1:
+                b += 1
+            ranges.append(f"{start:02x}" if start == b else f"{start:02x}-{b:02x}")
+        b += 1
+    return "[" + ",".join(ranges) + "]"
