@@ -1,0 +1,156 @@
+"""Caches keyed by content hashes: per-vocabulary tables and compiled constraints.
+
+* Per-vocabulary tables (the :class:`~constrain.token_trie.TokenTrie`) live in memory per
+  process and, when a cache directory is configured, on disk as ``.npz`` files named by the
+  vocabulary's fingerprint, each with a checksum. A file that is truncated, corrupt or
+  written by another version is detected, deleted and rebuilt.
+* Compiled constraints live in a bounded in-memory LRU keyed by (kind, spec, vocabulary,
+  options); they are immutable, so one object serves every caller and thread.
+
+The disk cache is off until :func:`set_cache_dir` names a directory (no environment
+variable changes behaviour silently).
+
+>>> import tempfile
+>>> from constrain.vocab import Vocabulary
+>>> set_cache_dir(tempfile.mkdtemp())
+>>> vocab = Vocabulary.from_token_bytes([b"a", b"b"], eos_token_ids=[1])
+>>> token_trie(vocab).num_strings
+2
+>>> set_cache_dir(None)
+"""
+
+from __future__ import annotations
+
+import hashlib
+import io
+import os
+import threading
+import zipfile
+from collections import OrderedDict
+from collections.abc import Callable, Hashable
+from pathlib import Path
+from typing import TypeVar
+
+import numpy as np
+
+from .errors import CacheError
+from .token_trie import TokenTrie
+from .vocab import Vocabulary
+
+__all__ = ["set_cache_dir", "cache_dir", "token_trie", "memoized_compile", "clear_memory_caches"]
+
+_FORMAT = "constrain-trie-v1"
+_lock = threading.Lock()
+_cache_dir: Path | None = None
+_tries: dict[str, TokenTrie] = {}
+_compiled: OrderedDict[Hashable, object] = OrderedDict()
+MAX_COMPILED = 256
+
+T = TypeVar("T")
+
+
+def set_cache_dir(path: str | os.PathLike[str] | None) -> None:
+    """Use ``path`` for on-disk tables (created if needed); ``None`` turns the disk cache off."""
+    global _cache_dir
+    if path is None:
+        _cache_dir = None
+        return
+    target = Path(path)
+    try:
+        target.mkdir(parents=True, exist_ok=True)
+    except OSError as e:
+        raise CacheError(f"cannot create cache directory {target}: {e}") from e
+    if not os.access(target, os.W_OK):
+        raise CacheError(f"cache directory {target} is not writable")
+    _cache_dir = target
+
+
+def cache_dir() -> Path | None:
+    """The configured on-disk cache directory, if any."""
+    return _cache_dir
+
+
+def clear_memory_caches() -> None:
+    """Forget in-memory tries and compiled constraints (the disk cache is kept)."""
+    with _lock:
+        _tries.clear()
+        _compiled.clear()
+
+
+def token_trie(vocab: Vocabulary) -> TokenTrie:
+    """The token trie of ``vocab``: from memory, else from disk, else built (and saved)."""
+    key = vocab.fingerprint
+    found = _tries.get(key)
+    if found is not None:
+        return found
+    with _lock:
+        found = _tries.get(key)
+        if found is None:
+            found = _load_trie(key)
+            if found is None:
+                found = TokenTrie.build(vocab.token_bytes)
+                _save_trie(key, found)
+            _tries[key] = found
+    return found
+
+
+def _trie_path(key: str) -> Path | None:
+    return None if _cache_dir is None else _cache_dir / f"trie-{key[:32]}.npz"
+
+
+def _checksum(arrays: dict[str, np.ndarray]) -> str:
+    digest = hashlib.sha256(_FORMAT.encode())
+    for name in sorted(arrays):
+        digest.update(name.encode())
+        digest.update(np.ascontiguousarray(arrays[name]).tobytes())
+    return digest.hexdigest()
+
+
+def _load_trie(key: str) -> TokenTrie | None:
+    path = _trie_path(key)
+    if path is None or not path.exists():
+        return None
+    try:
+        with np.load(path, allow_pickle=False) as data:
+            arrays = {name: data[name] for name in data.files}
+        stored = str(arrays.pop("checksum"))
+        if str(arrays.pop("format")) != _FORMAT or str(arrays.pop("key")) != key:
+            raise ValueError("stale cache entry")
+        if stored != _checksum(arrays):
+            raise ValueError("checksum mismatch")
+        return TokenTrie.from_arrays(arrays)
+    except (OSError, ValueError, KeyError, zipfile.BadZipFile, EOFError):
+        # Corrupt or stale: remove it so the rebuilt table replaces it.
+        path.unlink(missing_ok=True)
+        return None
+
+
+def _save_trie(key: str, trie: TokenTrie) -> None:
+    path = _trie_path(key)
+    if path is None:
+        return
+    arrays = trie.to_arrays()
+    buffer = io.BytesIO()
+    np.savez(buffer, checksum=_checksum(arrays), format=_FORMAT, key=key, **arrays)
+    tmp = path.with_suffix(f".{os.getpid()}.tmp")
+    try:
+        tmp.write_bytes(buffer.getvalue())
+        os.replace(tmp, path)  # atomic: readers never see half a file
+    except OSError as e:
+        tmp.unlink(missing_ok=True)
+        raise CacheError(f"cannot write cache file {path}: {e}") from e
+
+
+def memoized_compile(key: Hashable, build: Callable[[], T]) -> T:
+    """Return the cached object for ``key`` or build, cache and return it (LRU-bounded)."""
+    with _lock:
+        if key in _compiled:
+            _compiled.move_to_end(key)
+            return _compiled[key]  # type: ignore[return-value]
+    value = build()
+    with _lock:
+        _compiled[key] = value
+        _compiled.move_to_end(key)
+        while len(_compiled) > MAX_COMPILED:
+            _compiled.popitem(last=False)
+    return value

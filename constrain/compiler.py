@@ -1,0 +1,184 @@
+"""Compile a spec (regex, choices, grammar, JSON Schema) for a vocabulary.
+
+Every ``compile_*`` function lowers its spec to the grammar IR, builds the lazy automaton
+and returns a :class:`CompiledConstraint`: immutable from the caller's point of view (its
+lazily filled tables are guarded by locks), shared by any number of matchers and threads,
+and memoized by content so compiling the same spec twice costs a dictionary lookup.
+
+>>> from constrain import Vocabulary, compile_choice
+>>> vocab = Vocabulary.from_token_bytes([b"yes", b"no", b"n", b"o", None], eos_token_ids=[4])
+>>> c = compile_choice(["yes", "no"], vocab)
+>>> m = c.matcher()
+>>> m.allowed_token_ids().tolist()
+[0, 1, 2]
+>>> c is compile_choice(["yes", "no"], vocab)
+True
+"""
+
+from __future__ import annotations
+
+import json
+import threading
+from collections.abc import Sequence
+from dataclasses import dataclass
+from typing import Any
+
+import numpy as np
+
+from . import cache
+from .automaton import Automaton, AutomatonOptions
+from .errors import GrammarError
+from .grammar import Grammar, alt, byte_literal, literal
+from .masks import TokenMasks
+from .matcher import Matcher
+from .regex import parse_regex
+from .vocab import Vocabulary
+
+__all__ = [
+    "CompiledConstraint",
+    "compile_regex",
+    "compile_choice",
+    "compile_grammar",
+    "compile_json_schema",
+]
+
+
+@dataclass(frozen=True)
+class CompileInfo:
+    """What a spec compiled to (for ``constrain compile`` and reports)."""
+
+    kind: str
+    rules: int
+    states_built: int
+    terms_built: int
+
+
+class CompiledConstraint:
+    """A constraint compiled for one vocabulary; make a :class:`Matcher` per sequence."""
+
+    def __init__(self, grammar: Grammar, vocab: Vocabulary, *, kind: str = "grammar",
+                 options: AutomatonOptions | None = None) -> None:
+        self.kind = kind
+        self.grammar = grammar
+        self.vocab = vocab
+        self.automaton = Automaton(grammar, options)
+        self._masks = TokenMasks(self.automaton, vocab)
+        self._steps: dict[tuple[int, int], int] = {}
+        self._lock = threading.Lock()
+        eos_only = np.zeros(self._masks.words * 32, dtype=bool)
+        eos_only[sorted(vocab.eos_token_ids)] = True
+        self._eos_only = np.packbits(eos_only, bitorder="little").view("<i4").astype(np.int32)
+        self._eos_only.flags.writeable = False
+        if self.automaton.start == Automaton.DEAD:
+            raise GrammarError("the constraint's language is empty: nothing can be generated")
+
+    def matcher(self) -> Matcher:
+        """A fresh matcher at the start of the constraint."""
+        return Matcher(self)
+
+    @property
+    def mask_words(self) -> int:
+        """int32 words per mask row: ``ceil(vocab.size / 32)``."""
+        return self._masks.words
+
+    def masks_for_state(self, state: int) -> np.ndarray:
+        """The packed mask of automaton ``state`` (``-1``, terminated: EOS only)."""
+        if state < 0:
+            return self._eos_only
+        return self._masks.mask(state)
+
+    def has_live_tokens(self, state: int) -> bool:
+        """Whether some token (or EOS) is allowed in ``state``."""
+        return bool(self.masks_for_state(state).any())
+
+    def token_step(self, state: int, token: int) -> int:
+        """The state after ``token``'s bytes (``Automaton.DEAD`` if not allowed)."""
+        key = (state, token)
+        found = self._steps.get(key)
+        if found is None:
+            data = self.vocab.token_bytes[token] if 0 <= token < self.vocab.size else None
+            found = Automaton.DEAD if data is None else self.automaton.step_bytes(state, data)
+            self._steps[key] = found
+        return found
+
+    def info(self) -> CompileInfo:
+        """Sizes of what has been built so far."""
+        return CompileInfo(
+            self.kind, len(self.grammar.rules), self.automaton.num_states,
+            len(self.automaton.terms),
+        )
+
+    def __repr__(self) -> str:
+        return f"<CompiledConstraint {self.kind} rules={len(self.grammar.rules)} vocab={self.vocab!r}>"
+
+
+def _compiled(kind: str, key: Any, vocab: Vocabulary, make_grammar: Any,
+              options: AutomatonOptions | None) -> CompiledConstraint:
+    return cache.memoized_compile(
+        (kind, key, vocab.fingerprint, vocab.size, options),
+        lambda: CompiledConstraint(make_grammar(), vocab, kind=kind, options=options),
+    )
+
+
+def compile_regex(pattern: str, vocab: Vocabulary, *, unicode: bool = False,
+                  options: AutomatonOptions | None = None) -> CompiledConstraint:
+    """Constrain output to full matches of ``pattern`` (Python ``re`` syntax).
+
+    ``\\d \\w \\s`` are ASCII unless ``unicode=True`` (see :mod:`constrain.regex`).
+
+    >>> from constrain import Vocabulary, compile_regex
+    >>> vocab = Vocabulary.from_token_bytes([bytes([b]) for b in range(256)] + [None],
+    ...                                     eos_token_ids=[256])
+    >>> m = compile_regex(r"[0-9]{2}", vocab).matcher()
+    >>> m.advance(ord("4")), m.advance(ord("x")), m.advance(ord("2")), m.is_accepting()
+    (True, False, True, True)
+    """
+    return _compiled(
+        "regex", (pattern, unicode), vocab,
+        lambda: Grammar.single(parse_regex(pattern, unicode=unicode)), options,
+    )
+
+
+def compile_choice(choices: Sequence[str | bytes], vocab: Vocabulary, *,
+                   options: AutomatonOptions | None = None) -> CompiledConstraint:
+    """Constrain output to exactly one of ``choices`` (strings, or raw bytes)."""
+    if isinstance(choices, (str, bytes)) or not len(choices):
+        raise GrammarError("compile_choice needs a non-empty sequence of strings")
+    items = tuple(choices)
+    for c in items:
+        if not isinstance(c, (str, bytes)):
+            raise GrammarError(f"choices must be str or bytes, got {type(c).__name__}: {c!r}")
+    return _compiled(
+        "choice", items, vocab,
+        lambda: Grammar.single(
+            alt(*(literal(c) if isinstance(c, str) else byte_literal(c) for c in items))
+        ),
+        options,
+    )
+
+
+def compile_grammar(grammar: Grammar, vocab: Vocabulary, *,
+                    options: AutomatonOptions | None = None) -> CompiledConstraint:
+    """Constrain output to a grammar IR (see :mod:`constrain.grammar`); not memoized by
+    content, since grammars are built in code: keep the returned object to share it."""
+    return CompiledConstraint(grammar, vocab, kind="grammar", options=options)
+
+
+def compile_json_schema(schema: Any, vocab: Vocabulary, *, options: AutomatonOptions | None = None,
+                        **schema_options: Any) -> CompiledConstraint:
+    """Constrain output to JSON documents valid under ``schema`` (dict, JSON text, or a
+    Pydantic model class); ``schema_options`` are :class:`~constrain.json_schema.JsonSchemaOptions`
+    fields."""
+    from .json_schema import JsonSchemaOptions, schema_to_grammar
+
+    opts = JsonSchemaOptions(**schema_options)
+    if isinstance(schema, (dict, list, bool)):
+        key: Any = json.dumps(schema, sort_keys=True, default=str)
+    elif isinstance(schema, str):
+        key = schema
+    else:
+        key = (getattr(schema, "__module__", ""), getattr(schema, "__qualname__", repr(schema)),
+               id(schema))
+    return _compiled(
+        "json", (key, opts), vocab, lambda: schema_to_grammar(schema, opts), options,
+    )
