@@ -21,9 +21,10 @@ import threading
 
 import numpy as np
 
+from . import walk_kernel
 from .automaton import Automaton
 from .cache import token_trie
-from .token_trie import TokenTrie
+from .token_trie import UTF8_BOUNDARY, UTF8_MULTIBYTE_EDGES, TokenTrie
 from .vocab import Vocabulary
 
 __all__ = ["TokenMasks", "mask_words"]
@@ -37,7 +38,8 @@ def mask_words(size: int) -> int:
 class TokenMasks:
     """Memoized masks of one automaton over one vocabulary (thread-safe)."""
 
-    def __init__(self, automaton: Automaton, vocab: Vocabulary, trie: TokenTrie | None = None):
+    def __init__(self, automaton: Automaton, vocab: Vocabulary, trie: TokenTrie | None = None,
+                 use_compiled: bool | None = None):
         self.automaton = automaton
         self.vocab = vocab
         self.trie = trie if trie is not None else token_trie(vocab)
@@ -45,6 +47,14 @@ class TokenMasks:
         self._eos = np.array(sorted(vocab.eos_token_ids), dtype=np.int64)
         self._masks: dict[int, np.ndarray] = {}
         self._lock = threading.Lock()
+        # Per automaton state: ASCII bytes that loop back to it (bits 0-63, 64-127), whether
+        # every non-ASCII character loops back too, and whether this was computed yet.
+        self._loop_lo = np.zeros(0, dtype=np.uint64)
+        self._loop_hi = np.zeros(0, dtype=np.uint64)
+        self._loop_utf8 = np.zeros(0, dtype=bool)
+        self._loop_known = np.zeros(0, dtype=bool)
+        self.use_compiled = walk_kernel.available() if use_compiled is None else use_compiled
+        self._scratch: tuple[np.ndarray, ...] | None = None
 
     def mask(self, state: int) -> np.ndarray:
         """The packed int32 mask of ``state`` (read-only; EOS set iff the state may end)."""
@@ -63,39 +73,65 @@ class TokenMasks:
         return np.flatnonzero(bits[: self.vocab.size])
 
     def _compute(self, state: int) -> np.ndarray:
-        allowed = np.zeros(self.words * 32, dtype=bool)
-        if state != Automaton.DEAD:
-            strings = self._walk(state)
-            if len(strings):
-                allowed[self.trie.token_ids_of(strings)] = True
-            if self.automaton.is_accepting(state):
-                allowed[self._eos] = True
-        packed = np.packbits(allowed, bitorder="little").view("<i4").astype(np.int32)
+        trie = self.trie
+        packed = np.zeros(self.words, dtype=np.int32)
+        if state != Automaton.DEAD and trie.max_depth:
+            if self.use_compiled:
+                self._walk_compiled(state, packed)
+            else:
+                ids = trie.token_ids_of(self._walk_levels(state))
+                _set_bits(packed, ids)
+        if state != Automaton.DEAD and self.automaton.is_accepting(state):
+            _set_bits(packed, self._eos)
         packed.flags.writeable = False
         return packed
 
-    def _walk(self, state: int) -> np.ndarray:
-        """Sorted-string indices of every token that can be consumed from ``state``."""
+    def _walk_compiled(self, state: int, packed: np.ndarray) -> None:
+        trie = self.trie
+        nodes = np.arange(trie.num_roots, dtype=np.int64)
+        states = np.full(len(nodes), state, dtype=np.int64)
+        while len(nodes):
+            table = self.automaton.rows_for(states)
+            successors = table[states, trie.byte[nodes]]
+            self._ensure_loop_info(successors[successors != Automaton.DEAD])
+            table = self.automaton.rows_for(states)  # building loop info may regrow it
+            nodes, states = walk_kernel.walk(
+                trie, table, self._loop_arrays(), nodes, states, packed
+            )
+
+    def _walk_levels(self, state: int) -> np.ndarray:
+        """The same walk level by level in numpy: one vectorized step per trie depth.
+
+        A subtree is accepted whole, without walking it, when the node sits at a character
+        boundary in a state that every byte of the subtree loops back to (a JSON string's
+        content, ``.*``, ``[a-z]*``...).
+        """
         trie, automaton = self.trie, self.automaton
         found: list[np.ndarray] = []
-        if trie.max_depth == 0:
-            return np.zeros(0, dtype=np.int32)
-        nodes = np.arange(len(trie.byte[0]), dtype=np.int64)
+        range_starts: list[np.ndarray] = []
+        range_ends: list[np.ndarray] = []
+        nodes = np.arange(trie.num_roots, dtype=np.int64)
         states = np.full(len(nodes), state, dtype=np.int32)
-        for depth in range(trie.max_depth):
+        for _ in range(trie.max_depth):
             table = automaton.rows_for(states)
-            nxt = table[states, trie.byte[depth][nodes]]
+            nxt = table[states, trie.byte[nodes]]
             alive = nxt != Automaton.DEAD
             if not alive.all():
                 nodes, nxt = nodes[alive], nxt[alive]
             if not len(nodes):
                 break
-            terminal = trie.terminal[depth][nodes]
+            whole = self._whole_subtrees(nodes, nxt)
+            if whole is not None:
+                range_starts.append(trie.start[nodes[whole]])
+                range_ends.append(trie.end[nodes[whole]])
+                keep = ~whole
+                nodes, nxt = nodes[keep], nxt[keep]
+                if not len(nodes):
+                    break
+            terminal = trie.terminal[nodes]
             found.append(terminal[terminal >= 0])
-            if depth + 1 == trie.max_depth:
-                break
-            lo = trie.child_lo[depth][nodes]
-            counts = trie.child_hi[depth][nodes] - lo
+            lo = trie.child_lo[nodes]
+            counts = trie.child_hi[nodes] - lo
             total = int(counts.sum())
             if not total:
                 break
@@ -103,4 +139,79 @@ class TokenMasks:
             starts = np.repeat(lo - np.cumsum(counts) + counts, counts)
             nodes = starts + np.arange(total)
             states = np.repeat(nxt, counts)
-        return np.concatenate(found) if found else np.zeros(0, dtype=np.int32)
+        if range_starts:
+            cover = np.zeros(trie.num_strings + 1, dtype=np.int32)
+            np.add.at(cover, np.concatenate(range_starts), 1)
+            np.add.at(cover, np.concatenate(range_ends), -1)
+            found.append(np.flatnonzero(np.cumsum(cover[:-1]) > 0))
+        return np.concatenate(found) if found else np.zeros(0, dtype=np.int64)
+
+    def _whole_subtrees(self, nodes: np.ndarray, states: np.ndarray) -> np.ndarray | None:
+        """Which nodes' entire subtrees are accepted (``None`` when none can be)."""
+        trie = self.trie
+        boundary = trie.utf8_state[nodes] == UTF8_BOUNDARY
+        if not boundary.any():
+            return None
+        self._ensure_loop_info(states[boundary])
+        loop_lo = self._loop_lo[states]
+        loop_hi = self._loop_hi[states]
+        whole = (
+            boundary
+            & ((trie.suffix_lo[nodes] & ~loop_lo) == 0)
+            & ((trie.suffix_hi[nodes] & ~loop_hi) == 0)
+            & (~trie.suffix_non_ascii[nodes]
+               | (self._loop_utf8[states] & trie.subtree_valid[nodes]))
+        )
+        return whole if whole.any() else None
+
+    def _loop_arrays(self) -> tuple[np.ndarray, ...]:
+        return self._loop_lo, self._loop_hi, self._loop_utf8, self._loop_known
+
+    def _ensure_loop_capacity(self, size: int) -> None:
+        if len(self._loop_known) < size:
+            grow = max(size, 2 * len(self._loop_known), 64) - len(self._loop_known)
+            self._loop_lo = np.concatenate([self._loop_lo, np.zeros(grow, np.uint64)])
+            self._loop_hi = np.concatenate([self._loop_hi, np.zeros(grow, np.uint64)])
+            self._loop_utf8 = np.concatenate([self._loop_utf8, np.zeros(grow, bool)])
+            self._loop_known = np.concatenate([self._loop_known, np.zeros(grow, bool)])
+
+    def _ensure_loop_info(self, states: np.ndarray) -> None:
+        if not len(states):
+            return
+        self._ensure_loop_capacity(int(states.max()) + 1)
+        unknown = states[~self._loop_known[states]]
+        for s in np.unique(unknown).tolist():
+            self._compute_loop_info(s)
+        # Loop checks may have built new states; the kernel indexes these arrays by state.
+        self._ensure_loop_capacity(self.automaton.num_states)
+
+    def _compute_loop_info(self, state: int) -> None:
+        automaton = self.automaton
+        row = automaton.row(state)
+        loops = np.flatnonzero(row[:128] == state).astype(np.uint64)
+        lo = np.bitwise_or.reduce(np.uint64(1) << loops[loops < 64], initial=np.uint64(0))
+        hi = np.bitwise_or.reduce(
+            np.uint64(1) << (loops[loops >= 64] - np.uint64(64)), initial=np.uint64(0)
+        )
+        self._loop_lo[state], self._loop_hi[state] = lo, hi
+        self._loop_utf8[state] = bool(len(loops)) and self._utf8_loops_back(state)
+        self._loop_known[state] = True
+
+    def _utf8_loops_back(self, state: int) -> bool:
+        """Whether every multi-byte character leads from ``state`` back to ``state``,
+        through one automaton state per UTF-8 decoder state."""
+        image = {UTF8_BOUNDARY: state}
+        for source, first, last, target in UTF8_MULTIBYTE_EDGES:
+            row = self.automaton.row(image[source])
+            successors = row[first : last + 1]
+            successor = int(successors[0])
+            if successor == Automaton.DEAD or (successors != successor).any():
+                return False
+            if image.setdefault(target, successor) != successor:
+                return False
+        return True
+
+
+def _set_bits(packed: np.ndarray, ids: np.ndarray) -> None:
+    ids = np.asarray(ids, dtype=np.int64)
+    np.bitwise_or.at(packed.view(np.uint32), ids >> 5, (np.uint32(1) << (ids & 31)).astype(np.uint32))

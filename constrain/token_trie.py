@@ -7,9 +7,16 @@ A subtree is dropped at its first dead byte, so work is proportional to the live
 not to the vocabulary size.
 
 Layout: the distinct token strings are sorted; a node at depth ``d`` (1-based) is the run of
-sorted strings sharing their first ``d`` bytes, named by the index of its first string. For
-each depth, ``byte[d]`` is the node's last byte, ``terminal[d]`` the index of the string that
-ends there (or -1), and ``child_lo[d]:child_hi[d]`` its children among the depth ``d+1`` nodes.
+sorted strings sharing their first ``d`` bytes, ``start[d]:end[d]`` in sorted order. For each
+depth, ``byte[d]`` is the node's last byte, ``terminal[d]`` the index of the string that ends
+there (or -1), and ``child_lo[d]:child_hi[d]`` its children among the depth ``d+1`` nodes.
+
+Subtree summaries let the walk accept a whole subtree at once (llguidance calls this
+slicing): ``utf8_state`` is the UTF-8 decoder state after the node's prefix (0 = at a
+character boundary), ``suffix_lo``/``suffix_hi`` are the ASCII bytes (bits 0-63 / 64-127)
+occurring after the prefix in any string of the subtree, ``suffix_non_ascii`` whether a byte
+>= 0x80 occurs there, and ``subtree_valid`` whether every string of the subtree is valid
+UTF-8 (possibly ending inside a character).
 
 >>> trie = TokenTrie.build([b"a", b"ab", b"b", None, b"ab"])
 >>> trie.num_strings, trie.max_depth, trie.string_bytes(1)
@@ -22,6 +29,7 @@ from __future__ import annotations
 
 from collections.abc import Sequence
 from dataclasses import dataclass
+from typing import Any
 
 import numpy as np
 
@@ -32,13 +40,23 @@ __all__ = ["TokenTrie"]
 class TokenTrie:
     """See the module docstring for the layout; build with :meth:`TokenTrie.build`."""
 
-    byte: tuple[np.ndarray, ...]  # per depth (index 0 = depth 1): int32 last byte
-    terminal: tuple[np.ndarray, ...]  # per depth: int32 string index ending here, or -1
-    child_lo: tuple[np.ndarray, ...]  # per depth: int32 first child in the next depth
-    child_hi: tuple[np.ndarray, ...]
+    # One entry per node, all depths concatenated (depth 1 first); children are global ids.
+    byte: np.ndarray  # int32: the node's last byte
+    terminal: np.ndarray  # int32: the sorted string ending at this node, or -1
+    child_lo: np.ndarray  # int64: first child node
+    child_hi: np.ndarray  # int64: one past the last child node
+    start: np.ndarray  # int64: first sorted string of the node
+    end: np.ndarray  # int64: one past the node's last string
+    utf8_state: np.ndarray  # uint8: decoder state after the prefix, see UTF8_STEP
+    suffix_lo: np.ndarray  # uint64
+    suffix_hi: np.ndarray  # uint64
+    suffix_non_ascii: np.ndarray  # bool
+    subtree_valid: np.ndarray  # bool
+    num_roots: int  # the depth-1 nodes are 0 .. num_roots-1
+    max_depth: int
     string_token: np.ndarray  # int32 [num_strings]: the first token id with that string
-    dup_string: np.ndarray  # int32: strings held by more than one token id ...
-    dup_token: np.ndarray  # int32: ... and those extra ids
+    dup_ptr: np.ndarray  # int64 [num_strings + 1]: extra ids of string s are ...
+    dup_token: np.ndarray  # int32: ... dup_token[dup_ptr[s]:dup_ptr[s+1]] (usually none)
     string_data: np.ndarray  # uint8: the sorted strings, concatenated
     string_offsets: np.ndarray  # int64 [num_strings + 1]
 
@@ -47,7 +65,7 @@ class TokenTrie:
         return len(self.string_token)
 
     @property
-    def max_depth(self) -> int:
+    def num_nodes(self) -> int:
         return len(self.byte)
 
     def string_bytes(self, index: int) -> bytes:
@@ -58,10 +76,9 @@ class TokenTrie:
     def token_ids_of(self, strings: np.ndarray) -> np.ndarray:
         """Every token id whose bytes are one of the sorted strings ``strings``."""
         ids = self.string_token[strings]
-        if len(self.dup_string):
-            extra = self.dup_token[np.isin(self.dup_string, strings)]
-            if len(extra):
-                ids = np.concatenate([ids, extra])
+        if len(self.dup_token):
+            extra = [self.dup_token[self.dup_ptr[s] : self.dup_ptr[s + 1]] for s in strings]
+            ids = np.concatenate([ids, *extra])
         return ids
 
     @classmethod
@@ -79,66 +96,148 @@ class TokenTrie:
         data = np.frombuffer(b"".join(strings), dtype=np.uint8)
         lcp = _common_prefix_with_previous(strings)
         first = np.fromiter((ids[0] for ids in (by_string[s] for s in strings)), np.int32, n)
-        dup_pairs = [(i, t) for i, s in enumerate(strings) for t in by_string[s][1:]]
-        dup = np.array(dup_pairs, dtype=np.int32).reshape(-1, 2)
+        dup_counts = np.fromiter((len(by_string[s]) - 1 for s in strings), np.int64, n)
+        dup_ptr = np.concatenate([[0], np.cumsum(dup_counts)]).astype(np.int64)
+        dup_token = np.array([t for s in strings for t in by_string[s][1:]], dtype=np.int32)
 
         max_depth = int(lengths.max()) if n else 0
         index = np.arange(n, dtype=np.int64)
-        starts_by_depth = []
+        starts_by_depth, ends_by_depth = [], []
         for d in range(1, max_depth + 1):
-            starts_by_depth.append(index[(lcp < d) & (lengths >= d)])
-        byte, terminal, child_lo, child_hi = [], [], [], []
+            starts = index[(lcp < d) & (lengths >= d)]
+            boundaries = np.append(np.flatnonzero(lcp < d), n)
+            starts_by_depth.append(starts)
+            ends_by_depth.append(boundaries[np.searchsorted(boundaries, starts, side="right")])
+        utf8_states, valid = _utf8_states(data, offsets, lengths, max_depth)
+        invalid_prefix = np.concatenate([[0], np.cumsum(~valid)])
+        suffix = _suffix_summaries(data, offsets, lengths, starts_by_depth)
+        byte: list[np.ndarray] = []
+        terminal: list[np.ndarray] = []
+        child_lo: list[np.ndarray] = []
+        child_hi: list[np.ndarray] = []
+        subtree_valid: list[np.ndarray] = []
         for d in range(1, max_depth + 1):
-            starts = starts_by_depth[d - 1]
+            starts, ends = starts_by_depth[d - 1], ends_by_depth[d - 1]
             byte.append(data[offsets[starts] + d - 1].astype(np.int32))
             terminal.append(np.where(lengths[starts] == d, starts, -1).astype(np.int32))
+            subtree_valid.append(invalid_prefix[ends] == invalid_prefix[starts])
             if d < max_depth:
                 nxt = starts_by_depth[d]
-                ends = np.append(starts[1:], n)
                 child_lo.append(np.searchsorted(nxt, starts).astype(np.int32))
                 child_hi.append(np.searchsorted(nxt, ends).astype(np.int32))
             else:
                 empty = np.zeros(len(starts), dtype=np.int32)
                 child_lo.append(empty)
                 child_hi.append(empty)
+        level_offsets = np.concatenate([[0], np.cumsum([len(x) for x in starts_by_depth])])
+        child_lo = [c + level_offsets[d + 1] for d, c in enumerate(child_lo)]
+        child_hi = [c + level_offsets[d + 1] for d, c in enumerate(child_hi)]
         return cls(
-            tuple(byte), tuple(terminal), tuple(child_lo), tuple(child_hi),
-            first, dup[:, 0].copy(), dup[:, 1].copy(), data.copy(), offsets,
+            _concat(byte, np.int32), _concat(terminal, np.int32),
+            _concat(child_lo, np.int64), _concat(child_hi, np.int64),
+            _concat(starts_by_depth, np.int64), _concat(ends_by_depth, np.int64),
+            _concat([u[s] for u, s in zip(utf8_states, starts_by_depth)], np.uint8),
+            _concat(suffix[0], np.uint64), _concat(suffix[1], np.uint64),
+            _concat(suffix[2], np.bool_), _concat(subtree_valid, np.bool_),
+            len(starts_by_depth[0]) if max_depth else 0, max_depth,
+            first, dup_ptr, dup_token, data.copy(), offsets,
         )
 
     def to_arrays(self) -> dict[str, np.ndarray]:
-        """Flat arrays for ``np.savez`` (see :meth:`from_arrays`)."""
-        sizes = np.array([len(b) for b in self.byte], dtype=np.int64)
-        return {
-            "level_sizes": sizes,
-            "byte": _concat(self.byte),
-            "terminal": _concat(self.terminal),
-            "child_lo": _concat(self.child_lo),
-            "child_hi": _concat(self.child_hi),
-            "string_token": self.string_token,
-            "dup_string": self.dup_string,
-            "dup_token": self.dup_token,
-            "string_data": self.string_data,
-            "string_offsets": self.string_offsets,
-        }
+        """Plain arrays for ``np.savez`` (see :meth:`from_arrays`)."""
+        arrays = {name: getattr(self, name) for name in _ARRAY_FIELDS}
+        arrays["shape"] = np.array([self.num_roots, self.max_depth], dtype=np.int64)
+        return arrays
 
     @classmethod
     def from_arrays(cls, arrays: dict[str, np.ndarray]) -> TokenTrie:
         """Inverse of :meth:`to_arrays`."""
-        bounds = np.concatenate([[0], np.cumsum(arrays["level_sizes"])]).astype(np.int64)
-
-        def split(flat: np.ndarray) -> tuple[np.ndarray, ...]:
-            return tuple(flat[bounds[i] : bounds[i + 1]] for i in range(len(bounds) - 1))
-
-        return cls(
-            split(arrays["byte"]), split(arrays["terminal"]), split(arrays["child_lo"]),
-            split(arrays["child_hi"]), arrays["string_token"], arrays["dup_string"],
-            arrays["dup_token"], arrays["string_data"], arrays["string_offsets"],
-        )
+        num_roots, max_depth = (int(x) for x in arrays["shape"])
+        fields = {name: arrays[name] for name in _ARRAY_FIELDS}
+        return cls(num_roots=num_roots, max_depth=max_depth, **fields)
 
 
-def _concat(parts: tuple[np.ndarray, ...]) -> np.ndarray:
-    return np.concatenate(parts) if parts else np.zeros(0, dtype=np.int32)
+_ARRAY_FIELDS = (
+    "byte", "terminal", "child_lo", "child_hi", "start", "end", "utf8_state",
+    "suffix_lo", "suffix_hi", "suffix_non_ascii", "subtree_valid",
+    "string_token", "dup_ptr", "dup_token", "string_data", "string_offsets",
+)
+
+# The UTF-8 decoder as a DFA: 0 = at a character boundary, 1-3 = that many continuation
+# bytes still due, 4/5 = after E0/ED (restricted second byte), 6/7 = after F0/F4, 8 = invalid.
+UTF8_BOUNDARY, UTF8_INVALID = 0, 8
+UTF8_STEP = np.full((9, 256), UTF8_INVALID, dtype=np.uint8)
+UTF8_STEP[0, 0x00:0x80] = 0
+UTF8_STEP[0, 0xC2:0xE0] = 1
+UTF8_STEP[0, 0xE0] = 4
+UTF8_STEP[0, 0xE1:0xF0] = 2
+UTF8_STEP[0, 0xED] = 5
+UTF8_STEP[0, 0xF0] = 6
+UTF8_STEP[0, 0xF1:0xF4] = 3
+UTF8_STEP[0, 0xF4] = 7
+UTF8_STEP[1, 0x80:0xC0] = 0
+UTF8_STEP[2, 0x80:0xC0] = 1
+UTF8_STEP[3, 0x80:0xC0] = 2
+UTF8_STEP[4, 0xA0:0xC0] = 1
+UTF8_STEP[5, 0x80:0xA0] = 1
+UTF8_STEP[6, 0x90:0xC0] = 2
+UTF8_STEP[7, 0x80:0x90] = 2
+# (state, first byte, last byte, next state) for walking an automaton alongside the decoder.
+UTF8_MULTIBYTE_EDGES = (
+    (0, 0xC2, 0xDF, 1), (0, 0xE0, 0xE0, 4), (0, 0xE1, 0xEC, 2), (0, 0xED, 0xED, 5),
+    (0, 0xEE, 0xEF, 2), (0, 0xF0, 0xF0, 6), (0, 0xF1, 0xF3, 3), (0, 0xF4, 0xF4, 7),
+    (1, 0x80, 0xBF, 0), (2, 0x80, 0xBF, 1), (3, 0x80, 0xBF, 2), (4, 0xA0, 0xBF, 1),
+    (5, 0x80, 0x9F, 1), (6, 0x90, 0xBF, 2), (7, 0x80, 0x8F, 2),
+)
+
+
+def _utf8_states(
+    data: np.ndarray, offsets: np.ndarray, lengths: np.ndarray, max_depth: int
+) -> tuple[list[np.ndarray], np.ndarray]:
+    """Per depth, every string's decoder state after that many bytes; and whole-string validity."""
+    n = len(lengths)
+    state = np.zeros(n, dtype=np.uint8)
+    per_depth = []
+    for d in range(1, max_depth + 1):
+        active = np.flatnonzero(lengths >= d)
+        state[active] = UTF8_STEP[state[active], data[offsets[active] + d - 1]]
+        per_depth.append(state.copy())
+    return per_depth, state != UTF8_INVALID
+
+
+def _suffix_summaries(
+    data: np.ndarray, offsets: np.ndarray, lengths: np.ndarray, starts_by_depth: list[np.ndarray]
+) -> tuple[tuple[np.ndarray, ...], tuple[np.ndarray, ...], tuple[np.ndarray, ...]]:
+    """Per depth and node: which bytes occur after the node's prefix in its subtree."""
+    n = len(lengths)
+    lo = np.zeros(n, dtype=np.uint64)
+    hi = np.zeros(n, dtype=np.uint64)
+    non_ascii = np.zeros(n, dtype=bool)
+    out_lo, out_hi, out_na = [], [], []
+    one = np.uint64(1)
+    for d in range(len(starts_by_depth), 0, -1):
+        # After this update, lo/hi/non_ascii describe bytes at positions >= d of each string.
+        active = np.flatnonzero(lengths > d)
+        b = data[offsets[active] + d].astype(np.uint64)
+        low = b < 64
+        lo[active[low]] |= one << b[low]
+        mid = (b >= 64) & (b < 128)
+        hi[active[mid]] |= one << (b[mid] - np.uint64(64))
+        non_ascii[active[b >= 128]] = True
+        starts = starts_by_depth[d - 1]
+        if len(starts):
+            out_lo.append(np.bitwise_or.reduceat(lo, starts))
+            out_hi.append(np.bitwise_or.reduceat(hi, starts))
+            out_na.append(np.logical_or.reduceat(non_ascii, starts))
+        else:
+            out_lo.append(np.zeros(0, np.uint64))
+            out_hi.append(np.zeros(0, np.uint64))
+            out_na.append(np.zeros(0, bool))
+    return tuple(out_lo[::-1]), tuple(out_hi[::-1]), tuple(out_na[::-1])
+
+
+def _concat(parts: list[np.ndarray] | tuple[np.ndarray, ...], dtype: Any) -> np.ndarray:
+    return np.concatenate(parts).astype(dtype) if len(parts) else np.zeros(0, dtype=dtype)
 
 
 def _common_prefix_with_previous(strings: list[bytes]) -> np.ndarray:
