@@ -175,7 +175,8 @@ class Automaton:
     # -- configurations ----------------------------------------------------------------
 
     def _intern(self, config: Config) -> int:
-        config = frozenset(s for s in config if s != (EMPTYSET,))
+        is_live = self.terms.is_live
+        config = frozenset(s for s in config if all(is_live(t) for t in s))
         found = self._config_ids.get(config)
         if found is not None:
             return found

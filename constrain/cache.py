@@ -13,7 +13,7 @@ variable changes behaviour silently).
 >>> import tempfile
 >>> from constrain.vocab import Vocabulary
 >>> set_cache_dir(tempfile.mkdtemp())
->>> vocab = Vocabulary.from_token_bytes([b"a", b"b"], eos_token_ids=[1])
+>>> vocab = Vocabulary.from_token_bytes([b"a", b"b", None], eos_token_ids=[2])
 >>> token_trie(vocab).num_strings
 2
 >>> set_cache_dir(None)

@@ -50,6 +50,9 @@ class TermStore:
         self._nullable: list[bool] = [False, True]
         self._ids: dict[tuple[object, ...], int] = {}
         self._derivatives: dict[int, Derivative] = {}
+        self._live: dict[int, bool] = {EMPTYSET: False, EPS: True}
+        self._boolean: dict[int, bool] = {}
+        self.max_liveness_search = 200_000
         self.rule_nullable: list[bool] = list(rule_nullable)
 
     def __len__(self) -> int:
@@ -205,6 +208,54 @@ class TermStore:
             elif kind in (_REP, _NOT):
                 stack.append(self._args[t][0])  # type: ignore[arg-type]
         return False
+
+    def is_live(self, term: int) -> bool:
+        """Whether ``term``'s language is non-empty.
+
+        Only intersections and complements can hide an empty language behind a term that is
+        not ``EMPTYSET``; for them this searches the derivatives for an accepting term, so an
+        automaton never offers a step into a dead end.
+        """
+        known = self._live.get(term)
+        if known is not None:
+            return known
+        if not self._has_boolean(term):
+            self._live[term] = True
+            return True
+        seen = {term}
+        todo = [term]
+        while todo:
+            t = todo.pop()
+            if self._nullable[t] or self._live.get(t) or self.derivative(t)[1]:
+                self._live[term] = True
+                return True
+            for _, nxt in self.derivative(t)[0]:
+                if nxt not in seen and self._live.get(nxt) is not False:
+                    seen.add(nxt)
+                    todo.append(nxt)
+            if len(seen) > self.max_liveness_search:
+                raise ResourceLimitError(
+                    "max_liveness_search", self.max_liveness_search,
+                    "an intersection or complement is too large to check for emptiness",
+                )
+        for t in seen:
+            self._live[t] = False
+        return False
+
+    def _has_boolean(self, term: int) -> bool:
+        known = self._boolean.get(term)
+        if known is None:
+            kind = self._kind[term]
+            if kind in (_AND, _NOT):
+                known = True
+            elif kind in (_SEQ, _ALT):
+                known = any(self._has_boolean(i) for i in self._args[term])  # type: ignore
+            elif kind == _REP:
+                known = self._has_boolean(self._args[term][0])  # type: ignore[arg-type]
+            else:
+                known = False
+            self._boolean[term] = known
+        return known
 
     def derivative(self, term: int) -> Derivative:
         """``(pieces, refs)``: disjoint ``(byte set, successor)`` pairs, and for each rule
