@@ -26,6 +26,7 @@ import numpy as np
 from . import grammar as ir
 from .errors import GrammarError, ResourceLimitError
 from .terms import EMPTYSET, EPS, TermStore
+from .utf8 import utf8_byte_ranges
 
 __all__ = ["Automaton", "AutomatonOptions"]
 
@@ -144,7 +145,7 @@ class Automaton:
                 for band_lo, band_hi in _UTF8_BANDS:
                     a, b = max(part_lo, band_lo), min(part_hi, band_hi)
                     if a <= b:
-                        for byte_ranges in _utf8_byte_ranges(a, b):
+                        for byte_ranges in utf8_byte_ranges(a, b):
                             alternatives.append(
                                 t.seq_all(
                                     t.bytes_term(((1 << (h - l + 1)) - 1) << l)
@@ -223,8 +224,13 @@ class Automaton:
             for stack in self._configs[state]:
                 self._stack_pieces(stack, pieces, [0])
             row = np.zeros(256, dtype=np.int32)
-            for bits, members in _partition(pieces):
-                row[_bit_positions(bits)] = self._intern(frozenset(members))
+            if _disjoint(pieces):  # the common case: one frame's derivative, no merging
+                for bits, stack in pieces:
+                    if stack != (EMPTYSET,):
+                        row[_bit_positions(bits)] = self._intern(frozenset((stack,)))
+            else:
+                for bits, members in _partition(pieces):
+                    row[_bit_positions(bits)] = self._intern(frozenset(members))
             self._rows[state] = row
 
     # -- public queries ----------------------------------------------------------------
@@ -249,6 +255,10 @@ class Automaton:
                 self._compute_row(s)
             table = self._rows
         return table
+
+    def has_rows(self, states: np.ndarray) -> np.ndarray:
+        """Which of ``states`` have their row built already (builds nothing)."""
+        return self._rows[states, 0] >= 0
 
     def step(self, state: int, byte: int) -> int:
         """The state after ``byte``, or ``DEAD``."""
@@ -281,6 +291,16 @@ class Automaton:
         """
         state = self.step_bytes(self.start, data)
         return state != self.DEAD and self.is_accepting(state)
+
+    def leading_run(self, state: int) -> tuple[int, bool, int] | None:
+        """For a state whose next step is ``x{lo,hi}`` of a character class ``x`` (the top
+        of its only stack): ``(ascii bits, all non-ASCII chars too, hi)`` — any run of at most
+        ``hi`` such characters is allowed from here. ``None`` for any other state."""
+        config = self._configs[state]
+        if len(config) != 1:
+            return None
+        (stack,) = config
+        return self.terms.leading_run(stack[-1]) if stack else None
 
     def forced_bytes(self, state: int, limit: int = 4096) -> bytes:
         """The bytes every continuation from ``state`` starts with (for jump-forward)."""
@@ -325,24 +345,27 @@ def _partition(pieces: list[tuple[int, Stack]]) -> list[tuple[int, set[Stack]]]:
     return acc
 
 
+def _disjoint(pieces: list[tuple[int, Stack]]) -> bool:
+    seen = 0
+    for bits, _ in pieces:
+        if seen & bits:
+            return False
+        seen |= bits
+    return True
+
+
+_positions_cache: dict[int, np.ndarray] = {}
+
+
 def _bit_positions(bits: int) -> np.ndarray:
-    raw = np.frombuffer(bits.to_bytes(32, "little"), dtype=np.uint8)
-    return np.flatnonzero(np.unpackbits(raw, bitorder="little"))
-
-
-def _utf8_byte_ranges(lo: int, hi: int) -> list[list[tuple[int, int]]]:
-    """Split code points lo..hi (one UTF-8 length) into sequences of byte ranges."""
-    n = len(chr(lo).encode("utf-8"))
-    if n > 1:
-        for i in range(1, n):
-            m = (1 << (6 * i)) - 1
-            if lo & ~m != hi & ~m:
-                if lo & m:
-                    return _utf8_byte_ranges(lo, lo | m) + _utf8_byte_ranges((lo | m) + 1, hi)
-                if hi & m != m:
-                    return _utf8_byte_ranges(lo, (hi & ~m) - 1) + _utf8_byte_ranges(hi & ~m, hi)
-    a, b = chr(lo).encode("utf-8"), chr(hi).encode("utf-8")
-    return [[(a[i], b[i]) for i in range(n)]]
+    """Indices of the set bits of a 256-bit set (memoized: the same classes recur)."""
+    found = _positions_cache.get(bits)
+    if found is None:
+        raw = np.frombuffer(bits.to_bytes(32, "little"), dtype=np.uint8)
+        found = np.flatnonzero(np.unpackbits(raw, bitorder="little"))
+        if len(_positions_cache) < 65536:
+            _positions_cache[bits] = found
+    return found
 
 
 def _rule_nullability(grammar: ir.Grammar) -> dict[str, bool]:

@@ -24,7 +24,8 @@ import numpy as np
 from . import walk_kernel
 from .automaton import Automaton
 from .cache import token_trie
-from .token_trie import UTF8_BOUNDARY, UTF8_MULTIBYTE_EDGES, TokenTrie
+from .token_trie import TokenTrie
+from .utf8 import UTF8_BOUNDARY, UTF8_MULTIBYTE_EDGES
 from .vocab import Vocabulary
 
 __all__ = ["TokenMasks", "mask_words"]
@@ -47,11 +48,14 @@ class TokenMasks:
         self._eos = np.array(sorted(vocab.eos_token_ids), dtype=np.int64)
         self._masks: dict[int, np.ndarray] = {}
         self._lock = threading.Lock()
-        # Per automaton state: ASCII bytes that loop back to it (bits 0-63, 64-127), whether
-        # every non-ASCII character loops back too, and whether this was computed yet.
+        # Per automaton state: ASCII characters it may consume as a run (bits 0-63, 64-127),
+        # whether every non-ASCII character may be in the run too, how many characters the
+        # run may have, and whether this was computed yet. A subtree whose every suffix is
+        # such a run is allowed whole.
         self._loop_lo = np.zeros(0, dtype=np.uint64)
         self._loop_hi = np.zeros(0, dtype=np.uint64)
         self._loop_utf8 = np.zeros(0, dtype=bool)
+        self._loop_budget = np.zeros(0, dtype=np.int32)  # characters it may consume so
         self._loop_known = np.zeros(0, dtype=bool)
         self.use_compiled = walk_kernel.available() if use_compiled is None else use_compiled
         self._scratch: tuple[np.ndarray, ...] | None = None
@@ -98,6 +102,34 @@ class TokenMasks:
             nodes, states = walk_kernel.walk(
                 trie, table, self._loop_arrays(), nodes, states, packed
             )
+            self._prepare_pending(nodes, states)
+
+    def _prepare_pending(self, nodes: np.ndarray, states: np.ndarray) -> None:
+        """Build the states the kernel will need below its pending nodes, in one pass.
+
+        The kernel stops at each state not built yet, so a run of new states (a counted
+        repeat: x{0,30} is 30 states) would cost one kernel call per state. Stepping the
+        strings of each small pending subtree (and the first, last and longest strings of a
+        big one) through the automaton builds such runs at once.
+        """
+        trie, automaton = self.trie, self.automaton
+        lengths = np.diff(trie.string_offsets)
+        depths = np.searchsorted(trie.level_offsets, nodes, side="right")
+        for node_start, node_end, depth, state in zip(
+            trie.start[nodes].tolist(), trie.end[nodes].tolist(), depths.tolist(), states.tolist()
+        ):
+            if node_end - node_start <= walk_kernel.SMALL_SUBTREE:
+                strings = range(node_start, node_end)
+            else:
+                longest = node_start + int(np.argmax(lengths[node_start:node_end]))
+                strings = sorted({node_start, node_end - 1, longest})  # type: ignore[assignment]
+            for string in strings:
+                lo = int(trie.string_offsets[string]) + depth - 1
+                hi = int(trie.string_offsets[string + 1])
+                automaton.step_bytes(state, trie.string_data[lo:hi].tobytes())
+        self._ensure_loop_capacity(automaton.num_states)
+        unknown = np.flatnonzero(~self._loop_known[: automaton.num_states])
+        self._ensure_loop_info(unknown[automaton.has_rows(unknown)])
 
     def _walk_levels(self, state: int) -> np.ndarray:
         """The same walk level by level in numpy: one vectorized step per trie depth.
@@ -161,11 +193,14 @@ class TokenMasks:
             & ((trie.suffix_hi[nodes] & ~loop_hi) == 0)
             & (~trie.suffix_non_ascii[nodes]
                | (self._loop_utf8[states] & trie.subtree_valid[nodes]))
+            & (trie.suffix_chars[nodes] <= self._loop_budget[states])
         )
         return whole if whole.any() else None
 
     def _loop_arrays(self) -> tuple[np.ndarray, ...]:
-        return self._loop_lo, self._loop_hi, self._loop_utf8, self._loop_known
+        return (
+            self._loop_lo, self._loop_hi, self._loop_utf8, self._loop_budget, self._loop_known
+        )
 
     def _ensure_loop_capacity(self, size: int) -> None:
         if len(self._loop_known) < size:
@@ -173,6 +208,7 @@ class TokenMasks:
             self._loop_lo = np.concatenate([self._loop_lo, np.zeros(grow, np.uint64)])
             self._loop_hi = np.concatenate([self._loop_hi, np.zeros(grow, np.uint64)])
             self._loop_utf8 = np.concatenate([self._loop_utf8, np.zeros(grow, bool)])
+            self._loop_budget = np.concatenate([self._loop_budget, np.zeros(grow, np.int32)])
             self._loop_known = np.concatenate([self._loop_known, np.zeros(grow, bool)])
 
     def _ensure_loop_info(self, states: np.ndarray) -> None:
@@ -188,13 +224,19 @@ class TokenMasks:
     def _compute_loop_info(self, state: int) -> None:
         automaton = self.automaton
         row = automaton.row(state)
-        loops = np.flatnonzero(row[:128] == state).astype(np.uint64)
-        lo = np.bitwise_or.reduce(np.uint64(1) << loops[loops < 64], initial=np.uint64(0))
-        hi = np.bitwise_or.reduce(
-            np.uint64(1) << (loops[loops >= 64] - np.uint64(64)), initial=np.uint64(0)
-        )
-        self._loop_lo[state], self._loop_hi[state] = lo, hi
-        self._loop_utf8[state] = bool(len(loops)) and self._utf8_loops_back(state)
+        loops = np.flatnonzero(row[:128] == state)
+        if len(loops):
+            ascii_bits = sum(1 << int(b) for b in loops)
+            utf8 = self._utf8_loops_back(state)
+            budget = _UNBOUNDED
+        else:
+            # Not a loop, but maybe a counted one: x{lo,hi} of a character class on top.
+            run = automaton.leading_run(state)
+            ascii_bits, utf8, budget = run if run is not None else (0, False, 0)
+        self._loop_lo[state] = np.uint64(ascii_bits & _LOW64)
+        self._loop_hi[state] = np.uint64(ascii_bits >> 64)
+        self._loop_utf8[state] = utf8
+        self._loop_budget[state] = min(budget, _UNBOUNDED)
         self._loop_known[state] = True
 
     def _utf8_loops_back(self, state: int) -> bool:
@@ -210,6 +252,10 @@ class TokenMasks:
             if image.setdefault(target, successor) != successor:
                 return False
         return True
+
+
+_LOW64 = (1 << 64) - 1
+_UNBOUNDED = 1 << 30
 
 
 def _set_bits(packed: np.ndarray, ids: np.ndarray) -> None:

@@ -23,6 +23,7 @@ from __future__ import annotations
 from collections.abc import Iterable
 
 from .errors import ResourceLimitError
+from .utf8 import UTF8_MULTIBYTE_EDGES
 
 __all__ = ["TermStore", "EMPTYSET", "EPS", "ALL_BYTES"]
 
@@ -52,6 +53,7 @@ class TermStore:
         self._derivatives: dict[int, Derivative] = {}
         self._live: dict[int, bool] = {EMPTYSET: False, EPS: True}
         self._boolean: dict[int, bool] = {}
+        self._single_chars: dict[int, tuple[int, bool]] = {}
         self.max_liveness_search = 200_000
         self.rule_nullable: list[bool] = list(rule_nullable)
 
@@ -241,6 +243,48 @@ class TermStore:
         for t in seen:
             self._live[t] = False
         return False
+
+    def leading_run(self, term: int) -> tuple[int, bool, int] | None:
+        """If ``term`` starts with ``x{lo,hi}``: the characters ``x`` surely matches as one
+        unit — ``(ASCII bits, whether every multi-byte character, hi)`` — else ``None``.
+
+        The mask engine uses it to accept whole token subtrees of such characters when
+        their count fits in ``hi``, instead of walking them.
+        """
+        head = self._args[term][0] if self._kind[term] == _SEQ else term
+        if self._kind[head] != _REP:
+            return None
+        item, _, hi = self._args[head]
+        ascii_bits, utf8 = self.single_characters(item)  # type: ignore[arg-type]
+        if not ascii_bits:
+            return None
+        return ascii_bits, utf8, (1 << 30) if hi is None else hi  # type: ignore[return-value]
+
+    def single_characters(self, term: int) -> tuple[int, bool]:
+        """ASCII bytes that are, alone, a match of ``term``; and whether every valid
+        multi-byte UTF-8 character is a match too (memoized)."""
+        found = self._single_chars.get(term)
+        if found is not None:
+            return found
+        pieces, _ = self.derivative(term)
+        ascii_bits = 0
+        for bits, nxt in pieces:
+            if self._nullable[nxt]:
+                ascii_bits |= bits & ((1 << 128) - 1)
+        image = {0: term}
+        utf8 = True
+        for source, first, last, target in UTF8_MULTIBYTE_EDGES:
+            wanted = ((1 << (last - first + 1)) - 1) << first
+            nxt = next((n for b, n in self.derivative(image[source])[0] if b & wanted == wanted), None)
+            if nxt is None or (target == 0 and not self._nullable[nxt]):
+                utf8 = False
+                break
+            if target and image.setdefault(target, nxt) != nxt:
+                utf8 = False
+                break
+        found = (ascii_bits, utf8)
+        self._single_chars[term] = found
+        return found
 
     def _has_boolean(self, term: int) -> bool:
         known = self._boolean.get(term)

@@ -15,7 +15,8 @@ Subtree summaries let the walk accept a whole subtree at once (llguidance calls 
 slicing): ``utf8_state`` is the UTF-8 decoder state after the node's prefix (0 = at a
 character boundary), ``suffix_lo``/``suffix_hi`` are the ASCII bytes (bits 0-63 / 64-127)
 occurring after the prefix in any string of the subtree, ``suffix_non_ascii`` whether a byte
->= 0x80 occurs there, and ``subtree_valid`` whether every string of the subtree is valid
+>= 0x80 occurs there, ``suffix_chars`` the most characters (a trailing partial one counts)
+after the prefix in any string of the subtree, and ``subtree_valid`` whether every string of the subtree is valid
 UTF-8 (possibly ending inside a character).
 
 >>> trie = TokenTrie.build([b"a", b"ab", b"b", None, b"ab"])
@@ -30,6 +31,8 @@ from __future__ import annotations
 from collections.abc import Sequence
 from dataclasses import dataclass
 from typing import Any
+
+from .utf8 import UTF8_INVALID, UTF8_STEP
 
 import numpy as np
 
@@ -51,9 +54,9 @@ class TokenTrie:
     suffix_lo: np.ndarray  # uint64
     suffix_hi: np.ndarray  # uint64
     suffix_non_ascii: np.ndarray  # bool
+    suffix_chars: np.ndarray  # int32
     subtree_valid: np.ndarray  # bool
-    num_roots: int  # the depth-1 nodes are 0 .. num_roots-1
-    max_depth: int
+    level_offsets: np.ndarray  # int64 [max_depth + 1]: depth d nodes are [off[d-1], off[d])
     string_token: np.ndarray  # int32 [num_strings]: the first token id with that string
     dup_ptr: np.ndarray  # int64 [num_strings + 1]: extra ids of string s are ...
     dup_token: np.ndarray  # int32: ... dup_token[dup_ptr[s]:dup_ptr[s+1]] (usually none)
@@ -67,6 +70,15 @@ class TokenTrie:
     @property
     def num_nodes(self) -> int:
         return len(self.byte)
+
+    @property
+    def num_roots(self) -> int:
+        """The depth-1 nodes are ``0 .. num_roots - 1``."""
+        return int(self.level_offsets[1]) if len(self.level_offsets) > 1 else 0
+
+    @property
+    def max_depth(self) -> int:
+        return len(self.level_offsets) - 1
 
     def string_bytes(self, index: int) -> bytes:
         """The bytes of sorted string ``index``."""
@@ -138,58 +150,27 @@ class TokenTrie:
             _concat(starts_by_depth, np.int64), _concat(ends_by_depth, np.int64),
             _concat([u[s] for u, s in zip(utf8_states, starts_by_depth)], np.uint8),
             _concat(suffix[0], np.uint64), _concat(suffix[1], np.uint64),
-            _concat(suffix[2], np.bool_), _concat(subtree_valid, np.bool_),
-            len(starts_by_depth[0]) if max_depth else 0, max_depth,
+            _concat(suffix[2], np.bool_), _concat(suffix[3], np.int32),
+            _concat(subtree_valid, np.bool_),
+            level_offsets.astype(np.int64),
             first, dup_ptr, dup_token, data.copy(), offsets,
         )
 
     def to_arrays(self) -> dict[str, np.ndarray]:
         """Plain arrays for ``np.savez`` (see :meth:`from_arrays`)."""
-        arrays = {name: getattr(self, name) for name in _ARRAY_FIELDS}
-        arrays["shape"] = np.array([self.num_roots, self.max_depth], dtype=np.int64)
-        return arrays
+        return {name: getattr(self, name) for name in _ARRAY_FIELDS}
 
     @classmethod
     def from_arrays(cls, arrays: dict[str, np.ndarray]) -> TokenTrie:
         """Inverse of :meth:`to_arrays`."""
-        num_roots, max_depth = (int(x) for x in arrays["shape"])
-        fields = {name: arrays[name] for name in _ARRAY_FIELDS}
-        return cls(num_roots=num_roots, max_depth=max_depth, **fields)
+        return cls(**{name: arrays[name] for name in _ARRAY_FIELDS})
 
 
 _ARRAY_FIELDS = (
     "byte", "terminal", "child_lo", "child_hi", "start", "end", "utf8_state",
-    "suffix_lo", "suffix_hi", "suffix_non_ascii", "subtree_valid",
+    "suffix_lo", "suffix_hi", "suffix_non_ascii", "suffix_chars", "subtree_valid", "level_offsets",
     "string_token", "dup_ptr", "dup_token", "string_data", "string_offsets",
 )
-
-# The UTF-8 decoder as a DFA: 0 = at a character boundary, 1-3 = that many continuation
-# bytes still due, 4/5 = after E0/ED (restricted second byte), 6/7 = after F0/F4, 8 = invalid.
-UTF8_BOUNDARY, UTF8_INVALID = 0, 8
-UTF8_STEP = np.full((9, 256), UTF8_INVALID, dtype=np.uint8)
-UTF8_STEP[0, 0x00:0x80] = 0
-UTF8_STEP[0, 0xC2:0xE0] = 1
-UTF8_STEP[0, 0xE0] = 4
-UTF8_STEP[0, 0xE1:0xF0] = 2
-UTF8_STEP[0, 0xED] = 5
-UTF8_STEP[0, 0xF0] = 6
-UTF8_STEP[0, 0xF1:0xF4] = 3
-UTF8_STEP[0, 0xF4] = 7
-UTF8_STEP[1, 0x80:0xC0] = 0
-UTF8_STEP[2, 0x80:0xC0] = 1
-UTF8_STEP[3, 0x80:0xC0] = 2
-UTF8_STEP[4, 0xA0:0xC0] = 1
-UTF8_STEP[5, 0x80:0xA0] = 1
-UTF8_STEP[6, 0x90:0xC0] = 2
-UTF8_STEP[7, 0x80:0x90] = 2
-# (state, first byte, last byte, next state) for walking an automaton alongside the decoder.
-UTF8_MULTIBYTE_EDGES = (
-    (0, 0xC2, 0xDF, 1), (0, 0xE0, 0xE0, 4), (0, 0xE1, 0xEC, 2), (0, 0xED, 0xED, 5),
-    (0, 0xEE, 0xEF, 2), (0, 0xF0, 0xF0, 6), (0, 0xF1, 0xF3, 3), (0, 0xF4, 0xF4, 7),
-    (1, 0x80, 0xBF, 0), (2, 0x80, 0xBF, 1), (3, 0x80, 0xBF, 2), (4, 0xA0, 0xBF, 1),
-    (5, 0x80, 0x9F, 1), (6, 0x90, 0xBF, 2), (7, 0x80, 0x8F, 2),
-)
-
 
 def _utf8_states(
     data: np.ndarray, offsets: np.ndarray, lengths: np.ndarray, max_depth: int
@@ -207,13 +188,14 @@ def _utf8_states(
 
 def _suffix_summaries(
     data: np.ndarray, offsets: np.ndarray, lengths: np.ndarray, starts_by_depth: list[np.ndarray]
-) -> tuple[tuple[np.ndarray, ...], tuple[np.ndarray, ...], tuple[np.ndarray, ...]]:
-    """Per depth and node: which bytes occur after the node's prefix in its subtree."""
+) -> tuple[tuple[np.ndarray, ...], ...]:
+    """Per depth and node: which bytes, and how many characters, follow the node's prefix."""
     n = len(lengths)
     lo = np.zeros(n, dtype=np.uint64)
     hi = np.zeros(n, dtype=np.uint64)
     non_ascii = np.zeros(n, dtype=bool)
-    out_lo, out_hi, out_na = [], [], []
+    chars = np.zeros(n, dtype=np.int32)
+    out_lo, out_hi, out_na, out_chars = [], [], [], []
     one = np.uint64(1)
     for d in range(len(starts_by_depth), 0, -1):
         # After this update, lo/hi/non_ascii describe bytes at positions >= d of each string.
@@ -224,16 +206,21 @@ def _suffix_summaries(
         mid = (b >= 64) & (b < 128)
         hi[active[mid]] |= one << (b[mid] - np.uint64(64))
         non_ascii[active[b >= 128]] = True
+        chars[active[(b < 0x80) | (b >= 0xC0)]] += 1  # a byte that starts a character
         starts = starts_by_depth[d - 1]
         if len(starts):
             out_lo.append(np.bitwise_or.reduceat(lo, starts))
             out_hi.append(np.bitwise_or.reduceat(hi, starts))
             out_na.append(np.logical_or.reduceat(non_ascii, starts))
+            out_chars.append(np.maximum.reduceat(chars, starts))
         else:
             out_lo.append(np.zeros(0, np.uint64))
             out_hi.append(np.zeros(0, np.uint64))
             out_na.append(np.zeros(0, bool))
-    return tuple(out_lo[::-1]), tuple(out_hi[::-1]), tuple(out_na[::-1])
+            out_chars.append(np.zeros(0, np.int32))
+    return (
+        tuple(out_lo[::-1]), tuple(out_hi[::-1]), tuple(out_na[::-1]), tuple(out_chars[::-1])
+    )
 
 
 def _concat(parts: list[np.ndarray] | tuple[np.ndarray, ...], dtype: Any) -> np.ndarray:

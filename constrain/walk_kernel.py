@@ -32,6 +32,9 @@ except ImportError:  # pragma: no cover - exercised where numba is absent
 
 _local = threading.local()
 
+# Subtrees with at most this many strings are walked rather than summarized.
+SMALL_SUBTREE = 32
+
 
 def _scratch(size: int) -> tuple[np.ndarray, ...]:
     """Per-thread work stacks, reused across walks (allocating them per mask costs ms)."""
@@ -59,9 +62,9 @@ if _HAVE_NUMBA:
 
     @numba.njit(cache=True, nogil=True)
     def _walk(
-        rows, loop_lo, loop_hi, loop_utf8, loop_known,
+        rows, loop_lo, loop_hi, loop_utf8, loop_budget, loop_known,
         byte, terminal, child_lo, child_hi, start, end, utf8_state,
-        suffix_lo, suffix_hi, suffix_non_ascii, subtree_valid,
+        suffix_lo, suffix_hi, suffix_non_ascii, suffix_chars, subtree_valid,
         stack_nodes, stack_states, depth0,
         string_token, dup_ptr, dup_token, words, pending_nodes, pending_states,
     ):  # pragma: no cover - compiled
@@ -81,14 +84,17 @@ if _HAVE_NUMBA:
                 continue
             if utf8_state[node] == 0:
                 if not loop_known[nxt]:
-                    pending_nodes[n_pending] = node
-                    pending_states[n_pending] = state
-                    n_pending += 1
-                    continue
-                if (
+                    # Worth stopping to learn whether nxt loops only for a big subtree.
+                    if end[node] - start[node] > SMALL_SUBTREE:
+                        pending_nodes[n_pending] = node
+                        pending_states[n_pending] = state
+                        n_pending += 1
+                        continue
+                elif (
                     (suffix_lo[node] & ~loop_lo[nxt]) == 0
                     and (suffix_hi[node] & ~loop_hi[nxt]) == 0
                     and (not suffix_non_ascii[node] or (loop_utf8[nxt] and subtree_valid[node]))
+                    and suffix_chars[node] <= loop_budget[nxt]
                 ):
                     for s in range(start[node], end[node]):
                         _allow(s, string_token, dup_ptr, dup_token, words)
@@ -116,7 +122,7 @@ if _HAVE_NUMBA:
             rows, *loops,
             flat.byte, flat.terminal, flat.child_lo, flat.child_hi, flat.start, flat.end,
             flat.utf8_state, flat.suffix_lo, flat.suffix_hi, flat.suffix_non_ascii,
-            flat.subtree_valid, stack_nodes, stack_states, k,
+            flat.suffix_chars, flat.subtree_valid, stack_nodes, stack_states, k,
             flat.string_token, flat.dup_ptr, flat.dup_token, packed.view(np.uint32),
             pending_nodes, pending_states,
         )
