@@ -19,6 +19,7 @@ engine can index them in bulk. ``max_states`` bounds memory with a clear error.
 from __future__ import annotations
 
 import threading
+from collections.abc import Callable
 from dataclasses import dataclass
 
 import numpy as np
@@ -63,7 +64,10 @@ class Automaton:
         self.options = options or AutomatonOptions()
         self.grammar = grammar
         self._rule_index = {name: i for i, name in enumerate(grammar.rules)}
-        rule_nullable = _rule_nullability(grammar)
+        rule_nullable = _rule_fixpoint(grammar, _expr_nullable)
+        # A rule that can never finish (recursion without a base case) has an empty
+        # language; its references become the empty set so no path leads into it.
+        self._rule_productive = _rule_fixpoint(grammar, _expr_productive)
         self.terms = TermStore(
             self.options.max_terms, [rule_nullable[n] for n in grammar.rules]
         )
@@ -113,7 +117,8 @@ class Automaton:
             self._forbid_refs([inner], "complement", rule)
             result = t.intersect([t.complement(inner), self.utf8_star()])
         elif isinstance(expr, ir.Ref):
-            result = t.ref(self._rule_index[expr.name])
+            productive = self._rule_productive[expr.name]
+            result = t.ref(self._rule_index[expr.name]) if productive else EMPTYSET
         else:
             raise GrammarError(f"not a grammar expression: {expr!r}", rule)
         # Holding expr keeps its id from being reused by another node during conversion.
@@ -368,16 +373,39 @@ def _bit_positions(bits: int) -> np.ndarray:
     return found
 
 
-def _rule_nullability(grammar: ir.Grammar) -> dict[str, bool]:
-    nullable = dict.fromkeys(grammar.rules, False)
+def _rule_fixpoint(
+    grammar: ir.Grammar, holds: Callable[[ir.Expr, dict[str, bool]], bool]
+) -> dict[str, bool]:
+    """The least fixpoint of a rule property (nullable, productive) over references."""
+    result = dict.fromkeys(grammar.rules, False)
     changed = True
     while changed:
         changed = False
         for name, expr in grammar.rules.items():
-            if not nullable[name] and _expr_nullable(expr, nullable):
-                nullable[name] = True
+            if not result[name] and holds(expr, result):
+                result[name] = True
                 changed = True
-    return nullable
+    return result
+
+
+def _expr_productive(expr: ir.Expr, rules: dict[str, bool]) -> bool:
+    """Whether ``expr`` matches some finite string, given which rules do (And/Not hold no
+    references, and their emptiness is checked on the automaton's terms instead)."""
+    if isinstance(expr, ir.Chars):
+        return any(lo <= hi for lo, hi in expr.ranges)
+    if isinstance(expr, ir.Bytes):
+        return any(lo <= hi for lo, hi in expr.ranges)
+    if isinstance(expr, ir.Seq):
+        return all(_expr_productive(i, rules) for i in expr.items)
+    if isinstance(expr, ir.Alt):
+        return any(_expr_productive(i, rules) for i in expr.items)
+    if isinstance(expr, ir.Repeat):
+        return expr.min == 0 or _expr_productive(expr.item, rules)
+    if isinstance(expr, (ir.And, ir.Not)):
+        return True
+    if isinstance(expr, ir.Ref):
+        return rules[expr.name]
+    raise GrammarError(f"not a grammar expression: {expr!r}")
 
 
 def _expr_nullable(expr: ir.Expr, rules: dict[str, bool]) -> bool:
