@@ -26,32 +26,45 @@ from .errors import (
     TokenizerError,
     UnsupportedRegexError,
     UnsupportedSchemaError,
+    ValidationFailure,
 )
+from .api import Choice, Regex, generate_as, generative, output_spec
 from .automaton import AutomatonOptions
 from .cache import set_cache_dir
 from .grammar import Grammar
 from .matcher import Matcher
+from .tools import Tool, ToolCall, Toolbox, tool
 from .vocab import Vocabulary
 
 __version__ = "0.1.0"
 
 __all__ = [
     "AutomatonOptions",
+    "Choice",
     "CompiledConstraint",
     "ConstrainError",
     "Grammar",
     "GrammarError",
     "Matcher",
+    "Regex",
     "RegexSyntaxError",
     "ResourceLimitError",
     "SchemaError",
     "TokenizerError",
+    "Tool",
+    "ToolCall",
+    "Toolbox",
     "UnsupportedRegexError",
     "UnsupportedSchemaError",
+    "ValidationFailure",
     "Vocabulary",
     "compile_choice",
     "compile_grammar",
     "compile_json_schema",
     "compile_regex",
+    "generate_as",
+    "generative",
+    "output_spec",
     "set_cache_dir",
+    "tool",
 ]

@@ -80,8 +80,13 @@ class Choice:
     def __init__(self, options: Iterable[str]) -> None:
         items = (options,) if isinstance(options, str) else tuple(options)
         if not items or not all(isinstance(o, str) for o in items):
-            raise SchemaError("Choice needs a non-empty list of strings")
+            raise spec_error("Choice needs a non-empty list of strings")
         object.__setattr__(self, "options", items)
+
+
+def spec_error(message: str) -> SchemaError:
+    """A :class:`SchemaError` about a whole spec or file (no JSON pointer to show)."""
+    return SchemaError(message, None)  # type: ignore[arg-type]
 
 
 def _pydantic() -> Any:
@@ -209,6 +214,7 @@ class OutputSpec:
             validate_instance(self.spec, value)
             return value
         pydantic = _pydantic()
+        _json_loads(text)  # syntax errors get the same message (and byte offset) everywhere
         try:
             return _adapter(tp).validate_json(text)
         except pydantic.ValidationError as e:
@@ -271,7 +277,7 @@ def output_spec(output_type: Any) -> OutputSpec:
     except MissingDependencyError:
         raise
     except Exception as e:  # pydantic raises several types for types it cannot map
-        raise SchemaError(f"cannot derive a JSON Schema from {output_type!r}: {e}") from e
+        raise spec_error(f"cannot derive a JSON Schema from {output_type!r}: {e}") from e
     return OutputSpec("json", schema, output_type, schema)
 
 
@@ -322,7 +328,7 @@ def _render_template(template: str, arguments: Mapping[str, Any]) -> str:
     try:
         return template.format(**shown)
     except (KeyError, IndexError) as e:
-        raise SchemaError(f"prompt template refers to {e} which is not an argument") from e
+        raise spec_error(f"prompt template refers to {e} which is not an argument") from e
 
 
 class GenerativeFunction(Generic[T]):

@@ -124,7 +124,6 @@ def _read_template(value: str | None) -> str | None:
 
 def cmd_extract(args: argparse.Namespace) -> int:
     from . import extract
-    from .vocab import Vocabulary
 
     output_type = _spec_from_args(args)
     spec = api.output_spec(output_type)
@@ -138,8 +137,7 @@ def cmd_extract(args: argparse.Namespace) -> int:
         raise CliError(f"--output {out} is a folder, not a file")
     if out.resolve() == Path(args.input).resolve():
         raise CliError("--output must not be the --input file")
-    model, tokenizer = _load_model(args.model)
-    vocab = Vocabulary.from_hf(tokenizer, size=_logits_width(model, tokenizer))
+    model, tokenizer, vocab = _load_backend(args.model)
     try:
         compiled = spec.compile(vocab)
     except (UnsupportedSchemaError, UnsupportedRegexError) as e:
@@ -155,9 +153,14 @@ def cmd_extract(args: argparse.Namespace) -> int:
     return EXIT_INTERRUPTED if stats.interrupted else EXIT_OK
 
 
-def _logits_width(model: Any, tokenizer: Any) -> int | None:
+def _load_backend(model_arg: str | None) -> tuple[Any, Any, Any]:
+    """(model, tokenizer, vocabulary sized to the model's logits) for ``--model``."""
+    from .vocab import Vocabulary
+
+    model, tokenizer = _load_model(model_arg)
     width = getattr(getattr(model, "config", None), "vocab_size", None)
-    return int(width) if isinstance(width, int) and width >= len(tokenizer) else None
+    size = int(width) if isinstance(width, int) and width >= len(tokenizer) else None
+    return model, tokenizer, Vocabulary.from_hf(tokenizer, size=size)
 
 
 # ----------------------------------------------------------------------------- compile

@@ -25,7 +25,7 @@ from pathlib import Path
 from typing import IO, Any
 
 from . import api
-from .errors import ConstrainError, SchemaError, ValidationFailure
+from .errors import ConstrainError, ValidationFailure
 
 __all__ = [
     "DEFAULT_PROMPT",
@@ -76,33 +76,28 @@ def load_schema(ref: str | os.PathLike[str]) -> Any:
         try:
             module = importlib.import_module(module_name)
         except Exception as e:
-            raise _input_error(
+            raise api.spec_error(
                 f"cannot import module {module_name!r} (from --schema {text}): {e}") from e
         target: Any = module
         for part in attr.split("."):
             if not hasattr(target, part):
-                raise _input_error(f"module {module_name!r} has no attribute {attr!r} "
+                raise api.spec_error(f"module {module_name!r} has no attribute {attr!r} "
                                   f"(from --schema {text})")
             target = getattr(target, part)
         return target
     try:
         raw = path.read_text(encoding="utf-8")
     except (OSError, UnicodeDecodeError) as e:
-        raise _input_error(f"cannot read schema file {text}: {e}") from e
+        raise api.spec_error(f"cannot read schema file {text}: {e}") from e
     try:
         schema = json.loads(raw)
     except json.JSONDecodeError as e:
-        raise _input_error(f"schema file {text} is not valid JSON: {e.msg} "
+        raise api.spec_error(f"schema file {text} is not valid JSON: {e.msg} "
                           f"(line {e.lineno}, column {e.colno})") from e
     if not isinstance(schema, (dict, bool)):
-        raise _input_error(f"schema file {text} holds a JSON {type(schema).__name__}, "
+        raise api.spec_error(f"schema file {text} holds a JSON {type(schema).__name__}, "
                           "not a JSON Schema object")
     return schema
-
-
-def _input_error(message: str) -> SchemaError:
-    # pointer=None: the problem is the file or reference, not a place inside a schema.
-    return SchemaError(message, None)  # type: ignore[arg-type]
 
 
 def _open_text(path: str | os.PathLike[str]) -> IO[str]:
