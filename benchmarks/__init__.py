@@ -1,0 +1,1 @@
+"""Side-by-side benchmarks of constrain against xgrammar, llguidance and outlines-core."""
