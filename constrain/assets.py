@@ -31,6 +31,7 @@ __all__ = [
     "QWEN2_SPECIAL_TOKENS",
     "SMOLLM2_GGUF_FILE",
     "load_qwen_encoding",
+    "load_smollm2_model",
     "load_smollm2_tokenizer",
     "qwen_tiktoken_path",
     "smollm2_gguf_path",
@@ -155,3 +156,51 @@ def load_smollm2_tokenizer(cache_dir: Path | None = None) -> Any:
 
             shutil.rmtree(tmp, ignore_errors=True)
     return tok
+
+
+@functools.lru_cache(maxsize=4)
+def load_smollm2_model(cache_dir: Path | None = None) -> Any:
+    """SmolLM2-135M-Instruct as a ``transformers`` causal LM (float32, eval mode, on CPU),
+    de-quantized from the bundled GGUF file.
+
+    De-quantizing takes tens of seconds; with ``cache_dir`` the result is saved there as
+    safetensors (~0.5 GB, keyed like the tokenizer) and later loads take about a second.
+    Cached per process and ``cache_dir``: every caller shares one model, so treat it as
+    read-only (move a copy to another device rather than the shared one).
+
+    >>> model = load_smollm2_model()  # doctest: +SKIP
+    >>> model.config.vocab_size  # doctest: +SKIP
+    49152
+    """
+    gguf = smollm2_gguf_path()
+    try:
+        import accelerate  # noqa: F401  (transformers needs it to load GGUF weights)
+        import gguf as _gguf  # noqa: F401
+        from transformers import AutoModelForCausalLM
+    except ImportError as e:
+        raise MissingDependencyError(getattr(e, "name", None) or "transformers", "hf") from e
+    saved = None if cache_dir is None else Path(cache_dir) / f"smollm2-model-{_cache_key(gguf)}"
+    model: Any
+    if saved is not None and (saved / "config.json").is_file():
+        model = AutoModelForCausalLM.from_pretrained(str(saved), local_files_only=True)
+    else:
+        model = AutoModelForCausalLM.from_pretrained(
+            str(gguf.parent), gguf_file=gguf.name, local_files_only=True
+        )
+        # The weights are plain float32 once de-quantized; transformers still marks the model
+        # as GGUF-quantized, which forbids save_pretrained and means nothing afterwards.
+        model.hf_quantizer = None
+        if hasattr(model.config, "quantization_config"):
+            del model.config.quantization_config
+        if saved is not None:
+            # Same sibling-then-rename dance as the tokenizer: readers never see half a folder.
+            tmp = saved.with_name(saved.name + f".tmp{id(model)}")
+            model.save_pretrained(str(tmp))
+            try:
+                tmp.rename(saved)
+            except OSError:
+                import shutil
+
+                shutil.rmtree(tmp, ignore_errors=True)
+    model.eval()
+    return model
