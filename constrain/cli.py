@@ -33,6 +33,8 @@ from .errors import (
 __all__ = ["main"]
 
 EXIT_OK, EXIT_MISMATCH, EXIT_USAGE, EXIT_INTERRUPTED = 0, 1, 2, 130
+#: The command's disk cache (the library itself has none unless set_cache_dir is called).
+DEFAULT_CACHE = Path("~/.cache/constrain")
 
 
 class CliError(Exception):
@@ -68,13 +70,21 @@ def _load_vocab(name: str) -> Any:
 
         enc = load_qwen_encoding()
         return Vocabulary.from_tiktoken(enc, eos_token_ids=[enc.encode_single_token("<|im_end|>")])
-    return Vocabulary.from_hf(_default_tokenizer())
+    from .assets import load_smollm2_tokenizer
+    from .cache import cache_dir
+
+    return Vocabulary.from_hf(load_smollm2_tokenizer(cache_dir()))
 
 
-def _default_tokenizer() -> Any:
-    from . import generation
+def _use_cache(args: argparse.Namespace) -> None:
+    from .cache import set_cache_dir
+    from .errors import CacheError
 
-    return generation.default_tokenizer()
+    if not args.no_cache:
+        try:
+            set_cache_dir(Path(args.cache_dir).expanduser())
+        except CacheError as e:  # a cache is an optimization: go on without it
+            _say(f"constrain: warning: no disk cache ({e})")
 
 
 def _unsupported_message(e: ConstrainError) -> str:
@@ -90,10 +100,12 @@ def _unsupported_message(e: ConstrainError) -> str:
 
 def _load_model(model: str | None) -> tuple[Any, Any]:
     """(model, tokenizer) for ``--model``: the embedded default, a folder or a GGUF file."""
-    from . import generation
-
     if model is None:
-        return generation.default_model(), generation.default_tokenizer()
+        from .assets import load_smollm2_model, load_smollm2_tokenizer
+        from .cache import cache_dir
+
+        # The same calls as generation's defaults: both share one loaded copy.
+        return load_smollm2_model(cache_dir()), load_smollm2_tokenizer(cache_dir())
     path = Path(model)
     if not path.exists():
         raise CliError(f"--model {model}: no such file or folder (a local Hugging Face "
@@ -137,30 +149,22 @@ def cmd_extract(args: argparse.Namespace) -> int:
         raise CliError(f"--output {out} is a folder, not a file")
     if out.resolve() == Path(args.input).resolve():
         raise CliError("--output must not be the --input file")
-    model, tokenizer, vocab = _load_backend(args.model)
-    try:
-        compiled = spec.compile(vocab)
+    try:  # unsupported keywords do not depend on the vocabulary: fail before loading a model
+        spec.compile(_byte_vocab())
     except (UnsupportedSchemaError, UnsupportedRegexError) as e:
         raise CliError(f"the schema cannot be enforced: {_unsupported_message(e)}",
                        EXIT_MISMATCH) from e
+    _use_cache(args)
+    if not args.quiet:
+        _say(f"constrain extract: loading {args.model or 'the embedded SmolLM2-135M-Instruct'}")
+    model, tokenizer = _load_model(args.model)
     gen: dict[str, Any] = {"max_new_tokens": args.max_new_tokens,
                            "temperature": args.temperature, "seed": args.seed}
     stats = extract.run_extraction(
         spec, records, out, model=model, tokenizer=tokenizer, prompt_template=template,
-        limit=args.limit, retry_errors=args.retry_errors, progress=not args.quiet,
-        constraint=compiled, **gen)
+        limit=args.limit, retry_errors=args.retry_errors, progress=not args.quiet, **gen)
     _say(f"constrain extract: {stats.summary(out)}")
     return EXIT_INTERRUPTED if stats.interrupted else EXIT_OK
-
-
-def _load_backend(model_arg: str | None) -> tuple[Any, Any, Any]:
-    """(model, tokenizer, vocabulary sized to the model's logits) for ``--model``."""
-    from .vocab import Vocabulary
-
-    model, tokenizer = _load_model(model_arg)
-    width = getattr(getattr(model, "config", None), "vocab_size", None)
-    size = int(width) if isinstance(width, int) and width >= len(tokenizer) else None
-    return model, tokenizer, Vocabulary.from_hf(tokenizer, size=size)
 
 
 # ----------------------------------------------------------------------------- compile
@@ -190,6 +194,7 @@ def _walk(compiled: Any, steps: int, seed: int) -> tuple[bytes, list[float], boo
 
 def cmd_compile(args: argparse.Namespace) -> int:
     spec = api.output_spec(_spec_from_args(args))
+    _use_cache(args)
     t0 = time.perf_counter()
     vocab = _load_vocab(args.vocab)
     t_vocab = time.perf_counter() - t0
@@ -313,6 +318,13 @@ def _add_spec_args(p: argparse.ArgumentParser, *, required: bool = True) -> None
     group.add_argument("--choice", metavar="A", nargs="+", help="the allowed strings")
 
 
+def _add_cache_args(p: argparse.ArgumentParser) -> None:
+    p.add_argument("--cache-dir", default=str(DEFAULT_CACHE), metavar="DIR",
+                   help="where converted model weights and vocabulary tables are kept "
+                        f"(default {DEFAULT_CACHE}; the first run fills it)")
+    p.add_argument("--no-cache", action="store_true", help="use no disk cache")
+
+
 def build_parser() -> argparse.ArgumentParser:
     """The argument parser of the ``constrain`` command."""
     parser = argparse.ArgumentParser(
@@ -339,6 +351,7 @@ def build_parser() -> argparse.ArgumentParser:
     p.add_argument("--retry-errors", action="store_true",
                    help="drop error rows from the output and run those records again")
     p.add_argument("--quiet", "-q", action="store_true", help="no progress bar")
+    _add_cache_args(p)
     p.set_defaults(func=cmd_extract)
 
     p = sub.add_parser("compile", help="what a spec compiles to, and how fast",
@@ -349,6 +362,7 @@ def build_parser() -> argparse.ArgumentParser:
                    help="random warm-up walk length (default 64)")
     p.add_argument("--seed", type=int, default=0)
     p.add_argument("--json", action="store_true", help="print one JSON object")
+    _add_cache_args(p)
     p.set_defaults(func=cmd_compile)
 
     p = sub.add_parser("check", help="does an instance match a spec, and where not",

@@ -33,6 +33,12 @@ class FakeResult:
     seconds: float = 0.5
 
 
+@pytest.fixture(autouse=True)
+def no_disk_cache(monkeypatch: pytest.MonkeyPatch) -> None:
+    """In-process runs must not switch the whole test session's disk cache on."""
+    monkeypatch.setattr(cli, "_use_cache", lambda args: None)
+
+
 @pytest.fixture
 def fake_model(monkeypatch: pytest.MonkeyPatch, byte_vocab: Any) -> Any:
     """No model: ``answer(prompt_text) -> str | Exception`` decides each output."""
@@ -48,7 +54,7 @@ def fake_model(monkeypatch: pytest.MonkeyPatch, byte_vocab: Any) -> Any:
             return out if isinstance(out, FakeResult) else FakeResult(out)
 
         monkeypatch.setattr(api, "_generate", generate)
-        monkeypatch.setattr(cli, "_load_backend", lambda model: (None, None, byte_vocab))
+        monkeypatch.setattr(cli, "_load_model", lambda model: (None, None))
         return calls
 
     return install
