@@ -155,6 +155,12 @@ class ConstrainEngine(Engine):
         self._c = constrain
         if self.bv.source_kind == "tiktoken":
             self.vocab = constrain.Vocabulary.from_tiktoken(self.bv.source)
+        elif self.bv.source_kind == "bytes":
+            self.vocab = constrain.Vocabulary.from_token_bytes(
+                self.bv.token_bytes,
+                eos_token_ids=self.bv.vocab.eos_token_ids,
+                special_token_ids=self.bv.vocab.special_token_ids,
+            )
         else:
             self.vocab = constrain.Vocabulary.from_hf(self.bv.source)
         if self.vocab.size != self.bv.size:
@@ -448,7 +454,7 @@ _MODULES = {
     "outlines": "outlines_core",
 }
 
-_CACHE: dict[tuple[str, str], Engine] = {}
+_CACHE: dict[tuple[str, int], Engine] = {}
 
 
 def engine_available(name: str) -> str | None:
@@ -481,7 +487,7 @@ def make_engine(name: str, bv: BenchVocab) -> Engine:
     why = engine_available(name)
     if why is not None:
         raise EngineError(f"{name}: {why}")
-    key = (name, bv.name)
+    key = (name, id(bv))  # the cached engine holds bv, so its id stays unique
     if key not in _CACHE:
         _CACHE[key] = _ENGINES[name](bv)
     return _CACHE[key]

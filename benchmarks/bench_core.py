@@ -47,6 +47,12 @@ def _parse(argv: Sequence[str] | None) -> argparse.Namespace:
     )
     p.add_argument("--vocab", default="both", choices=[*VOCAB_NAMES, "both"])
     p.add_argument("--reps", type=int, default=5, help="timed repetitions per target (default 5)")
+    p.add_argument(
+        "--warm",
+        action="store_true",
+        help="reuse one compiled grammar per engine and case (steady state) instead of "
+        "compiling for every rep and target",
+    )
     p.add_argument("--cases", default=None, help="comma-separated substrings of case names")
     p.add_argument("--with-json", action="store_true", help="also run the JSON Schema smoke case")
     p.add_argument(
@@ -64,6 +70,14 @@ def _parse(argv: Sequence[str] | None) -> argparse.Namespace:
     p.add_argument("--xgrammar-threads", type=int, default=8, help="xgrammar compile threads")
     p.add_argument("--cache-dir", type=Path, default=None, help="SmolLM2 tokenizer cache folder")
     return p.parse_args(argv)
+
+
+_LEGEND = """\
+ttfm: time to first mask = compile + matcher + first fill (with --warm: matcher + first fill).
+tbm: time between masks = advance + next fill, over all steps of all targets and reps.
+Ratios: baseline time / engine time (< 1: the baseline is faster). check: miss = steps whose
+mask lacked the path's token, rej = path tokens refused by advance, noacc = complete targets
+not accepted; ok when all are 0."""
 
 
 def _fmt(us: float | None) -> str:
@@ -122,13 +136,17 @@ def _case_rows(rep: CaseReport, baseline: str) -> list[str]:
 
 
 def format_tables(
-    reports: list[CaseReport], engines: dict[str, dict[str, Engine]], baseline: str
+    reports: list[CaseReport],
+    engines: dict[str, dict[str, Engine]],
+    baseline: str,
+    warm: bool = False,
 ) -> str:
     """The human-readable tables, one per vocabulary, with a summary block each."""
     out: list[str] = []
     for vocab in dict.fromkeys(r.vocab for r in reports):
         vr = [r for r in reports if r.vocab == vocab]
-        out.append(f"\n=== vocabulary {vocab} ===")
+        mode = "warm: grammar reused" if warm else "cold: new compile per rep and target"
+        out.append(f"\n=== vocabulary {vocab} ({mode}) ===")
         setup = ", ".join(f"{n} {e.setup_s:.2f}s" for n, e in engines[vocab].items())
         out.append(f"tokenizer-info setup (once, not in compile): {setup}")
         out.append(
@@ -191,6 +209,7 @@ def main(argv: Sequence[str] | None = None) -> int:
     baseline = args.baseline if args.baseline in names else names[0]
     opts = Options(
         reps=args.reps,
+        warm=args.warm,
         probe_timeout_s=args.probe_timeout,
         probe_mem_gib=args.probe_mem_gib,
         engine_budget_s=args.engine_budget,
@@ -221,7 +240,8 @@ def main(argv: Sequence[str] | None = None) -> int:
             rep = run_case(list(engines[vname].values()), bv, case, opts)
             reports.append(rep)
             print(f"[{vname}] {case.name}: {time.perf_counter() - t0:.1f}s", flush=True)
-    print(format_tables(reports, engines, baseline))
+    print(_LEGEND)
+    print(format_tables(reports, engines, baseline, args.warm))
     if args.json_out is not None:
         doc = {
             "machine": {"python": sys.version.split()[0], "platform": platform.platform()},

@@ -12,14 +12,14 @@ from __future__ import annotations
 
 import functools
 import time
-from collections.abc import Callable
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
 from constrain.vocab import Vocabulary
 
-__all__ = ["VOCAB_NAMES", "BenchVocab", "default_cache_dir", "load_vocab"]
+__all__ = ["VOCAB_NAMES", "BenchVocab", "default_cache_dir", "load_vocab", "toy_vocab"]
 
 #: Vocabularies available to ``--vocab``.
 VOCAB_NAMES = ("smollm2", "qwen")
@@ -39,8 +39,8 @@ class BenchVocab:
     """A benchmark vocabulary: constrain's token table plus the tokenizer it came from.
 
     ``source`` is the Hugging Face tokenizer or ``tiktoken.Encoding``; ``source_kind`` says
-    which (``"hf"`` or ``"tiktoken"``), so constrain's adapter can rebuild its Vocabulary through
-    the matching public constructor. ``load_s`` is the time to load the tokenizer and build the
+    which (``"hf"``, ``"tiktoken"``, or ``"bytes"`` for :func:`toy_vocab`), so constrain's
+    adapter can rebuild its Vocabulary through the matching public constructor. ``load_s`` is the time to load the tokenizer and build the
     table, reported once.
 
     >>> bv = load_vocab("qwen")  # doctest: +SKIP
@@ -152,3 +152,42 @@ def load_vocab(name: str, cache_dir: Path | None = None) -> BenchVocab:
     if name == "smollm2":
         return _load_smollm2(cache_dir if cache_dir is not None else default_cache_dir())
     raise ValueError(f"unknown vocabulary {name!r}; choose from {', '.join(VOCAB_NAMES)}")
+
+
+def toy_vocab(tokens: Sequence[bytes], name: str = "toy") -> BenchVocab:
+    """A small vocabulary for tests: ``tokens`` are ids ``0..n-1`` and EOS is id ``n``.
+
+    Its tokenizer is greedy longest-match, so every byte of a target must be a token.
+
+    >>> bv = toy_vocab([b"a", b"b", b"ab"])
+    >>> bv.path("abba"), bv.eos_id, bv.size
+    ([2, 1, 0], 3, 4)
+    """
+    table: list[bytes | None] = [bytes(t) for t in tokens]
+    eos = len(table)
+    vocab = Vocabulary.from_token_bytes([*table, None], eos_token_ids=[eos])
+    longest = max(len(t) for t in tokens)
+    ids = {bytes(t): i for i, t in enumerate(tokens)}
+
+    def encode(text: str) -> list[int]:
+        data, out, i = text.encode("utf-8"), [], 0
+        while i < len(data):
+            for n in range(min(longest, len(data) - i), 0, -1):
+                if data[i : i + n] in ids:
+                    out.append(ids[data[i : i + n]])
+                    i += n
+                    break
+            else:
+                raise ValueError(f"{name}: no token for byte {data[i : i + 1]!r} of {text!r}")
+        return out
+
+    return BenchVocab(
+        name=name,
+        vocab=vocab,
+        source=vocab,
+        source_kind="bytes",
+        eos_id=eos,
+        special_names={eos: b"<eos>"},
+        encode=encode,
+        load_s=0.0,
+    )

@@ -1,0 +1,134 @@
+"""The side-by-side benchmark harness (benchmarks/): adapters, cross-check and timing series.
+
+Runs on a toy vocabulary, so it is fast; each anchor is skipped when its package is missing.
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+import numpy as np
+import pytest
+
+from benchmarks.anchors import ENGINE_NAMES, Engine, MatcherFactory, engine_available, make_engine
+from benchmarks.cases import CASES, Case
+from benchmarks.harness import Options, run_case
+from benchmarks.vocabs import BenchVocab, toy_vocab
+
+TOY_TOKENS = [bytes([b]) for b in range(32, 127)] + [b"20", b"-0", b"12", b"ab", b"abc", b" a"]
+FAST = Options(reps=1, probe_timeout_s=30.0)
+pytestmark = pytest.mark.slow  # imports torch (xgrammar) and forks compile probes
+
+
+@pytest.fixture(scope="module")
+def bv() -> BenchVocab:
+    return toy_vocab(TOY_TOKENS)
+
+
+def _engine(name: str, bv: BenchVocab) -> Engine:
+    why = engine_available(name)
+    if why is not None:
+        pytest.skip(f"{name}: {why}")
+    return make_engine(name, bv)
+
+
+DATE = Case("date", "regex", r"[0-9]{4}-(0[1-9]|1[0-2])-[0-9]{2}", ("2024-01-31", "1999-12-01"))
+CHOICE = Case("choice", "choice", ["yes", "no", "nope", "maybe"], ("no", "nope", "maybe"))
+
+
+# outlines-core 0.2.14 leaves out a one-byte token that leads from an accepting state to a
+# non-accepting one ("p" after "no" when "nope" is also a choice).
+_OUTLINES_QUIRK = pytest.mark.xfail(reason="outlines-core drops such tokens", strict=False)
+
+
+@pytest.mark.parametrize(
+    ("name", "case"),
+    [
+        pytest.param(
+            n,
+            c,
+            id=f"{c.name}-{n}",
+            marks=_OUTLINES_QUIRK if (n, c) == ("outlines", CHOICE) else (),
+        )
+        for c in (DATE, CHOICE)
+        for n in ENGINE_NAMES
+    ],
+)
+def test_each_engine_follows_the_paths(name: str, case: Case, bv: BenchVocab) -> None:
+    engine = _engine(name, bv)
+    report = run_case([engine], bv, case, FAST)
+    run = report.runs[name]
+    assert run.status == "ok", run.detail
+    assert (run.mask_misses, run.advance_rejects, run.not_accepting) == (0, 0, 0)
+    steps = sum(len(bv.path(t)) for t in case.targets)
+    assert run.steps_checked == steps + len(case.targets)  # each path's tokens, then EOS
+    assert len(run.ttfm_ns) == len(case.targets) and len(run.tbm_ns) == steps
+    assert all(c <= t for c, t in zip(run.compile_ns, run.ttfm_ns))
+    assert report.to_json()["engines"][name]["tbm"]["n"] == steps
+
+
+def test_constrain_and_xgrammar_masks_agree(bv: BenchVocab) -> None:
+    engines = [_engine("constrain", bv), _engine("xgrammar", bv)]
+    report = run_case(engines, bv, DATE, FAST)
+    assert report.steps_compared > 0
+    assert report.disagreements == {}
+
+
+class _Fixed(Engine):
+    """A fake engine whose mask is fixed: everything (or nothing) allowed, every token taken."""
+
+    name = "fixed"
+    cache_note = "none"
+    allow_all = True
+
+    def _setup(self) -> None:
+        pass
+
+    def compile(self, kind: Any, spec: Any) -> MatcherFactory:
+        engine = self
+
+        class M:
+            def fill(self, bitmask: Any) -> None:
+                bitmask[0, :] = -1 if engine.allow_all else 0
+
+            def advance(self, token: int) -> bool:
+                return True
+
+            def is_accepting(self) -> bool:
+                return False
+
+        return M
+
+
+def test_disagreements_and_misses_are_counted(bv: BenchVocab) -> None:
+    fixed = _Fixed(bv)
+    xgr = _engine("xgrammar", bv)
+    report = run_case([fixed, xgr], bv, DATE, Options(reps=1, probe_timeout_s=0))
+    d = report.disagreements["fixed|xgrammar"]
+    assert d["steps"] == report.steps_compared and d["only_xgrammar"] == 0
+    assert d["only_fixed"] > 0 and d["examples"]
+    assert report.runs["fixed"].not_accepting == len(DATE.targets)
+    fixed.allow_all = False
+    report = run_case([fixed], bv, DATE, Options(reps=1, probe_timeout_s=0))
+    assert report.runs["fixed"].mask_misses == report.runs["fixed"].steps_checked
+
+
+def test_probe_reports_errors_without_running_the_case(bv: BenchVocab) -> None:
+    xgr = _engine("xgrammar", bv)
+    report = run_case([xgr], bv, Case("bad", "regex", "(", ()), FAST)
+    assert report.runs["xgrammar"].status == "error"
+    assert report.runs["xgrammar"].ttfm_ns == []
+
+
+def test_to_words_clears_bits_past_the_vocabulary(bv: BenchVocab) -> None:
+    engine = _Fixed(bv)
+    mask = engine.new_bitmask()
+    engine.compile("regex", "")().fill(mask)
+    words = engine.to_words(mask)
+    bits = np.unpackbits(words.view(np.uint8), bitorder="little")
+    assert bits.sum() == bv.size and bits[: bv.size].all()
+
+
+def test_shipped_cases_are_well_formed() -> None:
+    assert len({c.name for c in CASES}) == len(CASES)
+    assert all(c.check() is None and c.targets for c in CASES)
