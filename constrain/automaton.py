@@ -261,6 +261,12 @@ class Automaton:
             table = self._rows
         return table
 
+    @property
+    def table(self) -> np.ndarray:
+        """All rows built so far (a row of -1 is not built yet); it is replaced, not resized,
+        when it grows, so a reference stays consistent."""
+        return self._rows
+
     def has_rows(self, states: np.ndarray) -> np.ndarray:
         """Which of ``states`` have their row built already (builds nothing)."""
         return self._rows[states, 0] >= 0

@@ -58,6 +58,8 @@ class TokenMasks:
         self._loop_budget = np.zeros(0, dtype=np.int32)  # characters it may consume so
         self._loop_known = np.zeros(0, dtype=bool)
         self.use_compiled = walk_kernel.available() if use_compiled is None else use_compiled
+        self._roots = np.arange(self.trie.num_roots, dtype=np.int64)
+        self._string_lengths = np.diff(self.trie.string_offsets)
         self._scratch: tuple[np.ndarray, ...] | None = None
 
     def mask(self, state: int) -> np.ndarray:
@@ -91,18 +93,16 @@ class TokenMasks:
         return packed
 
     def _walk_compiled(self, state: int, packed: np.ndarray) -> None:
-        trie = self.trie
-        nodes = np.arange(trie.num_roots, dtype=np.int64)
+        trie, automaton = self.trie, self.automaton
+        nodes = self._roots
         states = np.full(len(nodes), state, dtype=np.int64)
         while len(nodes):
-            table = self.automaton.rows_for(states)
-            successors = table[states, trie.byte[nodes]]
-            self._ensure_loop_info(successors[successors != Automaton.DEAD])
-            table = self.automaton.rows_for(states)  # building loop info may regrow it
+            self._ensure_loop_capacity(automaton.num_states)
             nodes, states = walk_kernel.walk(
-                trie, table, self._loop_arrays(), nodes, states, packed
+                trie, automaton.table, self._loop_arrays(), nodes, states, packed
             )
-            self._prepare_pending(nodes, states)
+            if len(nodes):
+                self._prepare_pending(nodes, states)
 
     def _prepare_pending(self, nodes: np.ndarray, states: np.ndarray) -> None:
         """Build the states the kernel will need below its pending nodes, in one pass.
@@ -113,7 +113,10 @@ class TokenMasks:
         big one) through the automaton builds such runs at once.
         """
         trie, automaton = self.trie, self.automaton
-        lengths = np.diff(trie.string_offsets)
+        lengths = self._string_lengths
+        table = automaton.rows_for(states)
+        successors = table[states, trie.byte[nodes]]
+        self._ensure_loop_info(successors[successors != Automaton.DEAD])
         depths = np.searchsorted(trie.level_offsets, nodes, side="right")
         for node_start, node_end, depth, state in zip(
             trie.start[nodes].tolist(), trie.end[nodes].tolist(), depths.tolist(), states.tolist()

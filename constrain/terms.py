@@ -49,10 +49,12 @@ class TermStore:
         self._kind: list[int] = [_EMPTYSET, _EPS]
         self._args: list[tuple[object, ...]] = [(), ()]
         self._nullable: list[bool] = [False, True]
+        # Whether an intersection or complement occurs inside (only those can be empty
+        # without being EMPTYSET, see is_live).
+        self._boolean_flag: list[bool] = [False, False]
         self._ids: dict[tuple[object, ...], int] = {}
         self._derivatives: dict[int, Derivative] = {}
         self._live: dict[int, bool] = {EMPTYSET: False, EPS: True}
-        self._boolean: dict[int, bool] = {}
         self._single_chars: dict[int, tuple[int, bool]] = {}
         self.max_liveness_search = 200_000
         self.rule_nullable: list[bool] = list(rule_nullable)
@@ -67,6 +69,14 @@ class TermStore:
         found = self._ids.get(key)
         if found is not None:
             return found
+        if kind in (_AND, _NOT):
+            boolean = True
+        elif kind in (_SEQ, _ALT):
+            boolean = any(self._boolean_flag[i] for i in args)  # type: ignore[index]
+        elif kind == _REP:
+            boolean = self._boolean_flag[args[0]]  # type: ignore[index]
+        else:
+            boolean = False
         ident = len(self._kind)
         if ident >= self.max_terms:
             raise ResourceLimitError(
@@ -75,6 +85,7 @@ class TermStore:
         self._kind.append(kind)
         self._args.append(args)
         self._nullable.append(nullable)
+        self._boolean_flag.append(boolean)
         self._ids[key] = ident
         return ident
 
@@ -221,7 +232,7 @@ class TermStore:
         known = self._live.get(term)
         if known is not None:
             return known
-        if not self._has_boolean(term):
+        if not self._boolean_flag[term]:
             self._live[term] = True
             return True
         seen = {term}
@@ -285,21 +296,6 @@ class TermStore:
         found = (ascii_bits, utf8)
         self._single_chars[term] = found
         return found
-
-    def _has_boolean(self, term: int) -> bool:
-        known = self._boolean.get(term)
-        if known is None:
-            kind = self._kind[term]
-            if kind in (_AND, _NOT):
-                known = True
-            elif kind in (_SEQ, _ALT):
-                known = any(self._has_boolean(i) for i in self._args[term])  # type: ignore
-            elif kind == _REP:
-                known = self._has_boolean(self._args[term][0])  # type: ignore[arg-type]
-            else:
-                known = False
-            self._boolean[term] = known
-        return known
 
     def derivative(self, term: int) -> Derivative:
         """``(pieces, refs)``: disjoint ``(byte set, successor)`` pairs, and for each rule
@@ -393,6 +389,19 @@ def union_pieces(store: TermStore, groups: list[Pieces]) -> Pieces:
     groups = [g for g in groups if g]
     if len(groups) == 1:
         return groups[0]
+    # Fast path: the alternatives split the bytes the same way (or disjointly), which is
+    # the usual case (every branch of (a|b)... has pieces [a] and [b]).
+    by_bits: dict[int, list[int]] = {}
+    for group in groups:
+        for bits, nxt in group:
+            by_bits.setdefault(bits, []).append(nxt)
+    seen = 0
+    for bits in by_bits:
+        if seen & bits:
+            break
+        seen |= bits
+    else:
+        return [(bits, store.alt(targets)) for bits, targets in by_bits.items()]
     acc: list[tuple[int, list[int]]] = []
     for group in groups:
         for bits, nxt in group:
