@@ -1,0 +1,637 @@
+"""Regex text (Python ``re`` syntax) → grammar IR.
+
+:func:`parse_regex` reads the syntax that Python's ``re`` accepts (which covers what JSON
+Schema ``pattern`` strings and users write) and returns an :data:`~constrain.grammar.Expr`
+whose language is the set of strings the regex *fully* matches. Decisions that differ from
+``re`` or that callers must know:
+
+- **Full match.** ``^``/``\\A`` are accepted only where nothing can precede them (start of the
+  pattern, of a top-level alternative, of a leading group: ``^a$|^b$``, ``(^a|b)c``) and
+  ``$``/``\\Z`` only where nothing can follow them; there they are removed. ``$`` means the
+  end of the string (ECMA semantics), never "before a final newline" as in ``re``. An anchor
+  anywhere else, inside a repeat other than ``?``, or ``^``/``$`` under ``(?m)`` in search
+  mode, raises :class:`~constrain.errors.UnsupportedRegexError`.
+- **Search mode** (``search=True``, JSON Schema ``pattern`` semantics): the language is the
+  strings that *contain* a match. Each side that is not anchored gets ``ANY_CHAR*`` (which
+  includes newline; ``.`` in the pattern itself still excludes it unless ``(?s)``).
+  ``^a|b`` gives ``a.*|.*b.*``.
+- **Character classes.** ``\\d \\w \\s`` are ASCII by default (``re.ASCII``, which is also
+  what ECMA means): ``[0-9]``, ``[A-Za-z0-9_]``, ``[ \\t\\n\\r\\f\\v]``. With
+  ``unicode=True`` or ``(?u)`` they have Python's Unicode meaning; those sets are computed
+  once, on first use, and cached. ``(?a)`` forces ASCII.
+- **Case-insensitivity** (``(?i)``) reproduces ``re``: in ASCII mode only ``A-Z``/``a-z``
+  fold; in Unicode mode characters fold by Python's simple lowercase mapping plus ``re``'s
+  extra equivalences (``s``/``ſ``, ``k``/``K``...). Known gap: ``re``'s own quirks for
+  cased characters outside the BMP inside multi-item classes are not copied.
+- **Unsupported** (:class:`~constrain.errors.UnsupportedRegexError`, with the 0-based
+  position of the construct): ``\\b \\B``, backreferences, lookaround, conditionals,
+  atomic groups, possessive quantifiers (they change the language), ``(?t)``.
+- **Errors.** Malformed input raises :class:`~constrain.errors.RegexSyntaxError` with
+  ``re``'s message and, almost always, ``re``'s position (a bad range reports its first
+  character). A malformed pattern is always reported as malformed, even when it also
+  contains unsupported constructs. Repeat counts above :data:`MAX_REPEAT_COUNT` raise
+  :class:`~constrain.errors.ResourceLimitError`: they are valid but beyond our budget.
+- Bounded repeats stay one :class:`~constrain.grammar.Repeat` node, never expanded. The
+  parser uses an explicit stack, so long or deeply nested patterns never hit the recursion
+  limit.
+"""
+
+from __future__ import annotations
+
+import re
+from collections.abc import Iterable
+from dataclasses import dataclass, field
+
+from .charsets import casefold_class, casefold_literal, category
+from .errors import RegexSyntaxError, ResourceLimitError, UnsupportedRegexError
+from .grammar import (
+    ANY_CHAR,
+    EMPTY,
+    MAX_CODE_POINT,
+    Chars,
+    Expr,
+    Ranges,
+    Seq,
+    alt,
+    chars,
+    normalize_ranges,
+    repeat,
+    seq,
+    star,
+)
+
+__all__ = ["MAX_REPEAT_COUNT", "parse_regex"]
+
+MAX_REPEAT_COUNT = 100_000
+"""Largest ``{m,n}`` count accepted; larger ones raise ResourceLimitError."""
+
+_MAXGROUPS = 1073741823  # re's own limit for a conditional's group number
+
+_I, _S, _X, _M, _A, _U, _L, _T = 1, 2, 4, 8, 16, 32, 64, 128
+_FLAGS = {"i": _I, "s": _S, "x": _X, "m": _M, "a": _A, "u": _U, "L": _L, "t": _T}
+_TYPE_FLAGS = _A | _U | _L
+_DIGITS = "0123456789"
+_OCT = "01234567"
+_BRACES = re.compile(r"([0-9]*)(,([0-9]*))?\}")
+_HEX_RUN = re.compile("[0-9a-fA-F]*")
+_OCT_RUN = re.compile("[0-7]*")
+_WHITESPACE = " \t\n\r\v\f"
+_SIMPLE_ESCAPES = {"a": 7, "f": 12, "n": 10, "r": 13, "t": 9, "v": 11, "\\": 92}
+_DOT = chars([(10, 10)], negate=True)
+_ANY_STAR = star(ANY_CHAR)
+
+
+@dataclass(slots=True)
+class _Part:
+    """One way a piece can match: whether it is anchored at its start and/or end, whether it
+    consumes nothing by construction, its body, and where its anchors are (for errors)."""
+
+    start: bool
+    end: bool
+    empty: bool
+    body: list[Expr]
+    spos: int = -1
+    epos: int = -1
+
+    def expr(self) -> Expr:
+        return seq(*self.body)
+
+
+_Item = tuple[str, list[_Part]]  # (kind: "atom" "anchor" "repeat" "group" "look", parts)
+
+
+def parse_regex(pattern: str, *, search: bool = False, unicode: bool = False) -> Expr:
+    """Parse ``pattern`` (Python ``re`` syntax) into a grammar-IR expression.
+
+    The language is the strings ``pattern`` fully matches, or with ``search=True`` the
+    strings containing a match. ``unicode`` gives ``\\d \\w \\s`` Python's Unicode meaning
+    instead of ASCII. See the module docstring for anchors, flags and errors.
+
+    >>> e = parse_regex(r"[0-9]{1,1000}")
+    >>> type(e).__name__, e.min, e.max
+    ('Repeat', 1, 1000)
+    >>> parse_regex(r"a\\1")
+    Traceback (most recent call last):
+    ...
+    constrain.errors.RegexSyntaxError: invalid group reference 1 at position 2 in regex 'a\\\\1'
+    """
+    return _Parser(pattern, search, unicode).run()
+
+
+@dataclass
+class _Frame:
+    kind: str  # "top", "group", "look", "cond", "atomic"
+    start: int
+    outer_flags: int
+    gid: int = 0
+    branches: list[list[_Part]] = field(default_factory=list)
+    items: list[_Item] = field(default_factory=list)
+
+
+def _plain(expr: Expr) -> list[_Part]:
+    return [_Part(False, False, isinstance(expr, Seq) and not expr.items, [expr])]
+
+
+def _merge(parts: Iterable[_Part]) -> list[_Part]:
+    """Union the parts that share their anchoring, so a piece never has more than 8."""
+    out: dict[tuple[bool, bool, bool], _Part] = {}
+    for v in parts:
+        key = (v.start, v.end, v.empty)
+        old = out.get(key)
+        if old is None:
+            out[key] = _Part(v.start, v.end, v.empty, list(v.body), v.spos, v.epos)
+        else:
+            old.body = [alt(old.expr(), v.expr())]
+    return list(out.values())
+
+
+class _Parser:
+    def __init__(self, pattern: str, search: bool, unicode: bool) -> None:
+        self.p = pattern
+        self.n = len(pattern)
+        self.search = search
+        self.default_unicode = unicode
+        self.flags = 0
+        self.groups = 0
+        self.closed: set[int] = set()
+        self.names: dict[str, int] = {}
+        self.cond_refs: list[tuple[int, int]] = []
+        self.unsupported: tuple[str, int] | None = None
+
+    # -- helpers ---------------------------------------------------------------------
+    def err(self, message: str, pos: int) -> RegexSyntaxError:
+        return RegexSyntaxError(message, self.p, pos)
+
+    def unsupported_at(self, construct: str, pos: int) -> None:
+        # Deferred: a malformed pattern must be reported as malformed, so parsing goes on.
+        if self.unsupported is None:
+            self.unsupported = (construct, pos)
+
+    def tok(self, j: int) -> tuple[str | None, int]:
+        """The token at ``j`` as re's tokenizer sees it (an escape is two characters)."""
+        if j >= self.n:
+            return None, j
+        if self.p[j] == "\\":
+            if j + 1 >= self.n:
+                raise self.err("bad escape (end of pattern)", self.n - 1)
+            return self.p[j : j + 2], j + 2
+        return self.p[j], j + 1
+
+    def unicode(self) -> bool:
+        return bool(self.flags & _U) or (self.default_unicode and not self.flags & _A)
+
+    def literal(self, cp: int) -> Expr:
+        if self.flags & _I:
+            return chars(casefold_literal(cp, self.unicode()))
+        return chars([(cp, cp)]) if 0xD800 <= cp <= 0xDFFF else Chars(((cp, cp),))
+
+    # -- main loop -------------------------------------------------------------------
+    def run(self) -> Expr:
+        p, n = self.p, self.n
+        stack = [_Frame("top", -1, 0)]
+        i = 0
+        while True:
+            f = stack[-1]
+            if i >= n:
+                if len(stack) > 1:
+                    raise self.err("missing ), unterminated subpattern", f.start)
+                break
+            c = p[i]
+            if c == "|":
+                if f.kind == "cond" and f.branches:
+                    raise self.err("conditional backref with more than two branches", i)
+                f.branches.append(self.concat(f.items))
+                f.items = []
+                i += 1
+            elif c == ")":
+                if len(stack) == 1:
+                    raise self.err("unbalanced parenthesis", i)
+                stack.pop()
+                self.flags = f.outer_flags
+                if f.gid:
+                    self.closed.add(f.gid)
+                stack[-1].items.append(self.close(f))
+                i += 1
+            elif self.flags & _X and c in _WHITESPACE:
+                i += 1
+            elif self.flags & _X and c == "#":
+                tok, i = self.tok(i + 1)
+                while tok is not None and tok != "\n":
+                    tok, i = self.tok(i)
+            elif c == "\\":
+                i = self.escape(i, f.items)
+            elif c == "[":
+                i = self.char_class(i, f.items)
+            elif c in "*+?{":
+                i = self.quantifier(i, f.items)
+            elif c == "(":
+                i = self.group(i, stack)
+            elif c in "^$":
+                self.anchor(c == "^", i, f.items)
+                i += 1
+            elif c == ".":
+                f.items.append(("atom", _plain(ANY_CHAR if self.flags & _S else _DOT)))
+                i += 1
+            else:
+                f.items.append(("atom", _plain(self.literal(ord(c)))))
+                i += 1
+        variants = self.close(stack[0])[1]
+        for gid, pos in self.cond_refs:
+            if gid > self.groups:
+                raise self.err(f"invalid group reference {gid}", pos)
+        if self.unsupported is not None:
+            raise UnsupportedRegexError(self.unsupported[0], p, self.unsupported[1])
+        if not self.search:
+            return alt(*(v.expr() for v in variants))
+        out = []
+        for v in variants:
+            body = [] if v.empty else [v.expr()]
+            if not v.start:
+                body.insert(0, _ANY_STAR)
+            if not v.end and (v.start or not v.empty):  # one ANY_CHAR* is enough
+                body.append(_ANY_STAR)
+            out.append(seq(*body))
+        return alt(*out)
+
+    def anchor(self, at_start: bool, i: int, items: list[_Item]) -> None:
+        if self.search and self.flags & _M:
+            self.unsupported_at("multiline anchor in search mode", i)
+        items.append(("anchor", [_Part(at_start, not at_start, True, [],
+                                             i if at_start else -1, -1 if at_start else i)]))
+
+    # -- combining pieces ------------------------------------------------------------
+    def concat(self, items: list[_Item]) -> list[_Part]:
+        cur = [_Part(False, False, True, [])]
+        for _, parts in items:
+            if len(parts) == 1 and not parts[0].start and not parts[0].end:
+                piece = parts[0]  # the common case: O(1) per atom, even for long literals
+                for v in cur:
+                    if v.end and not piece.empty:
+                        self.unsupported_at("anchor $ or \\Z not at the end", v.epos)
+                    v.body.extend(piece.body)
+                    v.empty = v.empty and piece.empty
+                if len(cur) > 1:
+                    cur = _merge(cur)
+                continue
+            nxt = []
+            for a in cur:
+                for b in parts:
+                    if a.end and not b.empty:
+                        self.unsupported_at("anchor $ or \\Z not at the end", a.epos)
+                    elif b.start and not a.empty:
+                        self.unsupported_at("anchor ^ or \\A not at the start", b.spos)
+                    else:
+                        nxt.append(_Part(a.start or b.start, a.end or b.end, a.empty and b.empty,
+                                         a.body + b.body, a.spos if a.start else b.spos,
+                                         b.epos if b.end else a.epos))
+            cur = _merge(nxt)
+        return cur
+
+    def close(self, f: _Frame) -> _Item:
+        if f.kind in ("look", "cond", "atomic"):  # unsupported; already recorded
+            return ("look" if f.kind == "look" else "group"), _plain(EMPTY)
+        last = self.concat(f.items)
+        if not f.branches:
+            return "group", last
+        return "group", _merge(v for b in [*f.branches, last] for v in b)
+
+    def repeat(self, parts: list[_Part], lo: int, hi: int | None) -> list[_Part]:
+        if not any(v.start or v.end for v in parts):
+            if all(v.empty for v in parts):
+                return _plain(EMPTY)
+            return _plain(repeat(alt(*(v.expr() for v in parts)), lo, hi))
+        if hi == 1:
+            return _merge([*parts, *(_plain(EMPTY) if lo == 0 else [])])
+        pos = min(x for v in parts for x in (v.spos, v.epos) if x >= 0)  # some anchor's
+        self.unsupported_at("anchor inside a repeat", pos)
+        return _plain(EMPTY)
+
+    # -- atoms -----------------------------------------------------------------------
+    def quantifier(self, i: int, items: list[_Item]) -> int:
+        p, n = self.p, self.n
+        c, j = p[i], i + 1
+        lo, hi = {"?": (0, 1), "*": (0, None), "+": (1, None)}.get(c, (0, None))
+        if c == "{":
+            m = _BRACES.match(p, j)
+            if m is None or p[j] == "}":  # not a repeat: a literal "{", as in re
+                items.append(("atom", _plain(self.literal(123))))
+                return j
+            lo = int(m[1] or 0)
+            hi = (int(m[3]) if m[3] else None) if m[2] else lo
+            if max(lo, hi or 0) > MAX_REPEAT_COUNT:
+                raise ResourceLimitError(
+                    "max_repeat_count", MAX_REPEAT_COUNT,
+                    f"repeat count {max(lo, hi or 0)} at position {i} in regex {p!r}")
+            if hi is not None and hi < lo:
+                raise self.err("min repeat greater than max repeat", j)
+            j = m.end()
+        if not items or items[-1][0] == "anchor":
+            raise self.err("nothing to repeat", i)
+        if items[-1][0] == "repeat":
+            raise self.err("multiple repeat", i)
+        if j < n and p[j] == "?":  # lazy: same language
+            j += 1
+        elif j < n and p[j] == "+":
+            self.unsupported_at("possessive quantifier", i)
+            j += 1
+        items[-1] = ("repeat", self.repeat(items[-1][1], lo, hi))
+        return j
+
+    def escape(self, i: int, items: list[_Item]) -> int:
+        c, j = self.p[i + 1] if i + 1 < self.n else "", i + 2
+        if not c:
+            raise self.err("bad escape (end of pattern)", i)
+        if c in "AZ":
+            self.anchor(c == "A", i, items)
+        elif c in "bB":
+            self.unsupported_at("word boundary \\" + c, i)
+            items.append(("anchor", _plain(EMPTY)))
+        elif c in "dDwWsS":
+            cat = category(c.lower(), self.unicode())
+            items.append(("atom", _plain(chars(cat, negate=c.isupper()))))
+        elif c in _DIGITS and c != "0":
+            j = self.backref_or_octal(i, j, items)
+        else:
+            cp, j = self.char_escape(i, c, j, False)
+            items.append(("atom", _plain(self.literal(cp))))
+        return j
+
+    def backref_or_octal(self, i: int, j: int, items: list[_Item]) -> int:
+        p, n = self.p, self.n
+        if j < n and p[j] in _DIGITS:
+            if p[i + 1] in _OCT and p[j] in _OCT and j + 1 < n and p[j + 1] in _OCT:
+                value = int(p[i + 1 : j + 2], 8)
+                if value > 0o377:
+                    raise self.err(f"octal escape value {p[i:j + 2]} outside of range 0-0o377", i)
+                items.append(("atom", _plain(self.literal(value))))
+                return j + 2
+            j += 1
+        gid = int(p[i + 1 : j])
+        if gid > self.groups:
+            raise self.err(f"invalid group reference {gid}", i + 1)
+        if gid not in self.closed:
+            raise self.err("cannot refer to an open group", i)
+        self.unsupported_at(f"backreference {p[i:j]}", i)
+        items.append(("atom", _plain(EMPTY)))
+        return j
+
+    def char_escape(self, i: int, c: str, j: int, in_class: bool) -> tuple[int, int]:
+        """A one-character escape starting at ``i`` (``c`` follows the backslash)."""
+        p = self.p
+        if c in _SIMPLE_ESCAPES:
+            return _SIMPLE_ESCAPES[c], j
+        if in_class and c == "b":
+            return 8, j
+        width = {"x": 2, "u": 4, "U": 8}.get(c)
+        if width:
+            k = _HEX_RUN.match(p, j, j + width).end()  # type: ignore[union-attr]
+            if k - j != width:
+                raise self.err(f"incomplete escape {p[i:k]}", i)
+            value = int(p[j:k], 16)
+            if value > MAX_CODE_POINT:
+                raise self.err(f"bad escape {p[i:k]}", i)
+            return value, k
+        if c == "N":
+            return self.named_escape(i, j)
+        if c in _OCT and (in_class or c == "0"):
+            k = _OCT_RUN.match(p, j, j + 2).end()  # type: ignore[union-attr]
+            value = int(p[i + 1 : k], 8)
+            if value > 0o377:
+                raise self.err(f"octal escape value {p[i:k]} outside of range 0-0o377", i)
+            return value, k
+        if c in _DIGITS or ("a" <= c <= "z") or ("A" <= c <= "Z"):
+            raise self.err(f"bad escape \\{c}", i)
+        return ord(c), j
+
+    def named_escape(self, i: int, j: int) -> tuple[int, int]:
+        import unicodedata
+
+        if j >= self.n or self.p[j] != "{":
+            raise self.err("missing {", j)
+        name, k = self.until(j + 1, "}", "character name")
+        try:
+            return ord(unicodedata.lookup(name)), k
+        except KeyError:
+            raise self.err(f"undefined character name {name!r}", i) from None
+
+    def until(self, j: int, terminator: str, what: str) -> tuple[str, int]:
+        """re's ``getuntil``: the text up to ``terminator`` and the index after it."""
+        start = j
+        while True:
+            tok, k = self.tok(j)
+            if tok is None:
+                if j == start:
+                    raise self.err(f"missing {what}", j)
+                raise self.err(f"missing {terminator}, unterminated name", start)
+            if tok == terminator:
+                if j == start:
+                    raise self.err(f"missing {what}", j)
+                return self.p[start:j], k
+            j = k
+
+    def char_class(self, here: int, items: list[_Item]) -> int:
+        p = self.p
+        j = here + 1
+        negate = j < self.n and p[j] == "^"
+        j += negate
+        lits: list[tuple[int, int]] = []
+        cats: list[tuple[int, int]] = []
+        count = 0
+        while True:
+            start = j
+            tok, j = self.tok(j)
+            if tok is None:
+                raise self.err("unterminated character set", here)
+            if tok == "]" and count:
+                break
+            first, j = self.class_item(start, tok, j)
+            last = False
+            if j < self.n and p[j] == "-":
+                that, k = self.tok(j + 1)
+                if that is None:
+                    raise self.err("unterminated character set", here)
+                if that != "]":
+                    second, j = self.class_item(j + 1, that, k)
+                    if not isinstance(first, int) or not isinstance(second, int) or second < first:
+                        raise self.err(f"bad character range {p[start:j]}", start)
+                    lits.append((first, second))
+                    count += 1
+                    continue
+                lits.append((45, 45))  # "-" right before "]" is a literal
+                j, last = k, True
+            if isinstance(first, int):
+                lits.append((first, first))
+            else:
+                cats.extend(first)
+            count += 1
+            if last:
+                break
+        items.append(("atom", _plain(chars(self.class_set(lits, cats), negate=negate))))
+        return j
+
+    def class_item(self, i: int, tok: str, j: int) -> tuple[int | Ranges, int]:
+        """A class member: a code point, or the ranges of a ``\\d``-style category."""
+        if tok[0] != "\\":
+            return ord(tok), j
+        c = tok[1]
+        if c in "dDwWsS":
+            cat = category(c.lower(), self.unicode())
+            return (chars(cat, negate=True).ranges if c.isupper() else cat), j
+        return self.char_escape(i, c, j, True)
+
+    def class_set(self, lits: list[tuple[int, int]], cats: list[tuple[int, int]]) -> Ranges:
+        lit_ranges, cat_ranges = normalize_ranges(lits), normalize_ranges(cats)
+        if self.flags & _I:
+            return casefold_class(lit_ranges, cat_ranges, self.unicode())
+        return normalize_ranges(lit_ranges + cat_ranges)
+
+    # -- groups ----------------------------------------------------------------------
+    def group(self, i: int, stack: list[_Frame]) -> int:
+        p, f = self.p, stack[-1]
+        j = i + 1
+        if j >= self.n or p[j] != "?":
+            self.groups += 1
+            stack.append(_Frame("group", i, self.flags, self.groups))
+            return j
+        tok, j = self.tok(j + 1)
+        if tok is None:
+            raise self.err("unexpected end of pattern", j)
+        kind, gid, flags = "group", 0, self.flags
+        if tok == "P":
+            nxt = p[j : j + 1]
+            if nxt == "<":
+                name, j = self.until(j + 1, ">", "group name")
+                self.check_name(name, j - 1)
+                if name in self.names:
+                    raise self.err(f"redefinition of group name {name!r} as group "
+                                   f"{self.groups + 1}; was group {self.names[name]}",
+                                   j - 1 - len(name))
+                self.groups += 1
+                gid = self.names[name] = self.groups
+            elif nxt == "=":
+                name, j = self.until(j + 1, ")", "group name")
+                self.check_name(name, j - 1)
+                if name not in self.names:
+                    raise self.err(f"unknown group name {name!r}", j - 1 - len(name))
+                if self.names[name] not in self.closed:
+                    raise self.err("cannot refer to an open group", j - 1 - len(name))
+                self.unsupported_at(f"backreference (?P={name})", i)
+                f.items.append(("atom", _plain(EMPTY)))
+                return j
+            else:
+                other, k = self.tok(j)
+                if other is None:
+                    raise self.err("unexpected end of pattern", k)
+                raise self.err("unknown extension ?P" + other, i + 1)
+        elif tok == "#":
+            while True:
+                other, j = self.tok(j)
+                if other is None:
+                    raise self.err("missing ), unterminated comment", i)
+                if other == ")":
+                    return j
+        elif tok in ("=", "!", "<"):
+            if tok == "<":
+                other, j = self.tok(j)
+                if other is None:
+                    raise self.err("unexpected end of pattern", j)
+                if other not in ("=", "!"):
+                    raise self.err("unknown extension ?<" + other, i + 1)
+            self.unsupported_at("lookbehind" if tok == "<" else "lookahead", i)
+            kind = "look"
+        elif tok == "(":
+            j = self.condition(j)
+            self.unsupported_at("conditional group (?(...)...)", i)
+            kind = "cond"
+        elif tok == ">":
+            self.unsupported_at("atomic group (?>...)", i)
+            kind = "atomic"
+        elif tok in _FLAGS or tok == "-":
+            add, remove, j, is_global = self.inline_flags(j, tok)
+            if is_global:
+                if len(stack) > 1 or f.branches or f.items:
+                    raise self.err("global flags not at the start of the expression", i)
+                if add & _T:
+                    self.unsupported_at("template flag (?t)", i)
+                if (self.flags | add) & _A and (self.flags | add) & _U:
+                    raise self.err("ASCII and UNICODE flags are incompatible", i)
+                self.flags |= add
+                return j
+            flags = (self.flags & ~_TYPE_FLAGS if add & _TYPE_FLAGS else self.flags)
+            flags = (flags | add) & ~remove
+        elif tok != ":":
+            raise self.err("unknown extension ?" + tok, i + 1)
+        stack.append(_Frame(kind, i, self.flags, gid))
+        self.flags = flags
+        return j
+
+    def check_name(self, name: str, end: int) -> None:
+        if not name.isidentifier():
+            raise self.err(f"bad character in group name {name!r}", end - len(name))
+
+    def condition(self, j: int) -> int:
+        """Check a conditional's ``(name)`` or ``(number)`` as re does; the index after it."""
+        name, k = self.until(j, ")", "group name")
+        if name.isidentifier():
+            if name not in self.names:
+                raise self.err(f"unknown group name {name!r}", j)
+            return k
+        try:
+            gid = int(name)
+            if gid < 0:
+                raise ValueError
+        except ValueError:
+            raise self.err(f"bad character in group name {name!r}", j) from None
+        if not gid:
+            raise self.err("bad group number", j)
+        if gid >= _MAXGROUPS:
+            raise self.err(f"invalid group reference {gid}", j)
+        self.cond_refs.append((gid, j))
+        return k
+
+    def inline_flags(self, j: int, char: str | None) -> tuple[int, int, int, bool]:
+        """Port of re's ``_parse_flags``: (added, removed, next index, is global)."""
+        add = remove = 0
+        if char != "-":
+            while True:
+                if char == "L":
+                    raise self.err("bad inline flags: cannot use 'L' flag with a str pattern", j)
+                flag = _FLAGS[char or ""]
+                add |= flag
+                if flag & _TYPE_FLAGS and add & _TYPE_FLAGS != flag:
+                    raise self.err("bad inline flags: flags 'a', 'u' and 'L' are incompatible", j)
+                char, j = self.tok(j)
+                if char is None:
+                    raise self.err("missing -, : or )", j)
+                if char in ")-:":
+                    break
+                if char not in _FLAGS:
+                    raise self.err("unknown flag" if char.isalpha() else "missing -, : or )",
+                                   j - len(char))
+        if char == ")":
+            return add, 0, j, True
+        if add & _T:
+            raise self.err("bad inline flags: cannot turn on global flag", j - 1)
+        if char == "-":
+            char, j = self.tok(j)
+            if char is None:
+                raise self.err("missing flag", j)
+            if char not in _FLAGS:
+                raise self.err("unknown flag" if char.isalpha() else "missing flag", j - len(char))
+            while True:
+                flag = _FLAGS[char]
+                if flag & _TYPE_FLAGS:
+                    raise self.err("bad inline flags: cannot turn off flags 'a', 'u' and 'L'", j)
+                remove |= flag
+                char, j = self.tok(j)
+                if char is None:
+                    raise self.err("missing :", j)
+                if char == ":":
+                    break
+                if char not in _FLAGS:
+                    raise self.err("unknown flag" if char.isalpha() else "missing :", j - len(char))
+        if remove & _T:
+            raise self.err("bad inline flags: cannot turn off global flag", j - 1)
+        if add & remove:
+            raise self.err("bad inline flags: flag turned on and off", j - 1)
+        return add, remove, j, False
