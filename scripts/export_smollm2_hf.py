@@ -22,18 +22,15 @@ def export(out: Path) -> Path:
     if (out / MARKER).is_file():
         return out
     import torch
-    from transformers import AutoModelForCausalLM, AutoTokenizer, LlamaForCausalLM
+    from transformers import LlamaForCausalLM
 
-    from constrain.assets import smollm2_gguf_path
+    from constrain.assets import load_smollm2_model, load_smollm2_tokenizer, smollm2_gguf_path
 
     gguf = smollm2_gguf_path()
-    tok = AutoTokenizer.from_pretrained(str(gguf.parent), gguf_file=gguf.name,
-                                        local_files_only=True)
-    loaded = AutoModelForCausalLM.from_pretrained(
-        str(gguf.parent), gguf_file=gguf.name, local_files_only=True, torch_dtype=torch.float32
-    )
+    tok = load_smollm2_tokenizer()
+    loaded = load_smollm2_model()
     # A fresh model from the same config: the GGUF-loaded one carries quantization
-    # bookkeeping in its config that vLLM would try to honour.
+    # bookkeeping that vLLM would try to honour.
     config = loaded.config
     for attr in ("quantization_config", "gguf_file"):
         if hasattr(config, attr):
