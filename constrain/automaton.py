@@ -1,7 +1,9 @@
 """Grammar IR → one lazy deterministic automaton over UTF-8 bytes.
 
 Each rule becomes a term (see :mod:`constrain.terms`); a *configuration* is the set of
-stacks of terms the input may be in (top of a stack last). Rule references push a frame and
+stacks of terms the input may be in. Stacks are persistent and hash-consed (a stack is an
+id naming its top term and the stack below), so pushing, popping and comparing are O(1)
+whatever the depth, and stacks share their common bottoms. Rule references push a frame and
 a finished rule pops it, so recursion is exact, never unrolled. For a regex or a
 non-recursive schema a configuration is a single one-frame stack and this is a plain DFA.
 
@@ -31,8 +33,10 @@ from .utf8 import utf8_byte_ranges
 
 __all__ = ["Automaton", "AutomatonOptions"]
 
-Stack = tuple[int, ...]
+Stack = int  # an id into Automaton._stack_frames; 0 is the empty stack
 Config = frozenset[Stack]
+EMPTY_STACK = 0
+DEAD_STACK = -1  # a stack with a dead frame: dropped
 
 # Code points per UTF-8 length; surrogates are excluded by the caller.
 _UTF8_BANDS = ((0, 0x7F), (0x80, 0x7FF), (0x800, 0xFFFF), (0x10000, 0x10FFFF))
@@ -45,11 +49,14 @@ class AutomatonOptions:
 
     ``max_states`` (default 100,000): reached configurations; each costs a 1 KiB row, so the
     default caps rows at ~100 MB. ``max_terms`` (default 2,000,000): distinct terms built by
-    derivatives (~200 bytes each). Both raise :class:`ResourceLimitError` when exceeded.
+    derivatives (~200 bytes each). ``max_stacks_per_state`` (default 1,024): candidate
+    stacks alive at once; only ambiguous recursive grammars come near it. All raise
+    :class:`ResourceLimitError`.
     """
 
     max_states: int = 100_000
     max_terms: int = 2_000_000
+    max_stacks_per_state: int = 1024
 
 
 class Automaton:
@@ -77,13 +84,19 @@ class Automaton:
         self.rule_terms = [self._convert(expr, name) for name, expr in grammar.rules.items()]
         self._check_left_recursion()
         self._lock = threading.RLock()
+        # Persistent stacks: id -> (top term, id of the stack below); id 0 is empty.
+        self._stack_frames: list[tuple[int, int]] = [(EPS, EMPTY_STACK)]
+        self._stack_ids: dict[tuple[int, int], int] = {}
+        self._stack_can_end_flags: list[bool] = [True]
         self._configs: list[Config] = [frozenset()]
         self._config_ids: dict[Config, int] = {frozenset(): self.DEAD}
         self._rows = np.full((64, 256), -1, dtype=np.int32)
         self._rows[self.DEAD] = self.DEAD
         self._accepting = np.zeros(64, dtype=bool)
         start_rule = self._rule_index[grammar.start]
-        self.start = self._intern(frozenset({_normalize((self.rule_terms[start_rule],))}))
+        self.start = self._intern(
+            frozenset({self._push(EMPTY_STACK, self.rule_terms[start_rule])}) - {DEAD_STACK}
+        )
 
     # -- IR conversion -----------------------------------------------------------------
 
@@ -180,12 +193,32 @@ class Automaton:
 
     # -- configurations ----------------------------------------------------------------
 
+    def _push(self, below: Stack, term: int) -> Stack:
+        """The stack ``below`` with ``term`` on top (finished ε tops are popped at once)."""
+        if term == EPS:
+            return below
+        if term == EMPTYSET or not self.terms.is_live(term):
+            return DEAD_STACK
+        key = (term, below)
+        found = self._stack_ids.get(key)
+        if found is None:
+            found = len(self._stack_frames)
+            self._stack_frames.append(key)
+            self._stack_ids[key] = found
+            self._stack_can_end_flags.append(
+                self.terms.nullable(term) and self._stack_can_end_flags[below]
+            )
+        return found
+
     def _intern(self, config: Config) -> int:
-        is_live = self.terms.is_live
-        config = frozenset(s for s in config if all(is_live(t) for t in s))
         found = self._config_ids.get(config)
         if found is not None:
             return found
+        if len(config) > self.options.max_stacks_per_state:
+            raise ResourceLimitError(
+                "max_stacks_per_state", self.options.max_stacks_per_state,
+                "the grammar is too ambiguous: too many candidate parses are alive at once",
+            )
         ident = len(self._configs)
         if ident >= self.options.max_states:
             raise ResourceLimitError(
@@ -197,29 +230,40 @@ class Automaton:
             grow = len(self._rows)
             self._rows = np.concatenate([self._rows, np.full((grow, 256), -1, np.int32)])
             self._accepting = np.concatenate([self._accepting, np.zeros(grow, bool)])
-        self._accepting[ident] = any(self._stack_can_end(s) for s in config)
+        self._accepting[ident] = any(self._stack_can_end_flags[s] for s in config)
         return ident
 
-    def _stack_can_end(self, stack: Stack) -> bool:
-        return all(self.terms.nullable(t) for t in stack)
+    def _stack_pieces(self, stack: Stack, out: list[tuple[int, Stack]]) -> None:
+        """Append ``(byte set, next stack)`` for every byte the stack can consume next.
 
-    def _stack_pieces(self, stack: Stack, out: list[tuple[int, Stack]], pushes: list[int]) -> None:
-        if not stack:
-            return
-        top, rest = stack[-1], stack[:-1]
-        pieces, refs = self.terms.derivative(top)
-        for bits, nxt in pieces:
-            out.append((bits, _normalize(rest + (nxt,))))
-        for rule, nxt in refs.items():
-            pushes[0] += 1
-            if pushes[0] > _MAX_PUSHES_PER_STEP:
-                raise GrammarError(
-                    "rules nest more than 512 deep without consuming input",
-                    list(self.grammar.rules)[rule],
-                )
-            self._stack_pieces(rest + (nxt, self.rule_terms[rule]), out, pushes)
-        if rest and self.terms.nullable(top):
-            self._stack_pieces(rest, out, pushes)
+        A worklist, not recursion: popping through many finished frames or pushing through
+        nested rules must not depend on Python's recursion limit.
+        """
+        todo = [stack]
+        pushes = 0
+        frames = self._stack_frames
+        while todo:
+            stack = todo.pop()
+            if stack == EMPTY_STACK:
+                continue
+            top, rest = frames[stack]
+            pieces, refs = self.terms.derivative(top)
+            for bits, nxt in pieces:
+                out.append((bits, self._push(rest, nxt)))
+            for rule, nxt in refs.items():
+                pushes += 1
+                if pushes > _MAX_PUSHES_PER_STEP:
+                    raise GrammarError(
+                        "rules nest more than 512 deep without consuming input",
+                        list(self.grammar.rules)[rule],
+                    )
+                # A call in tail position leaves nothing to return to (tail-call
+                # elimination), so right recursion does not grow the stack.
+                caller = self._push(rest, nxt)
+                if caller != DEAD_STACK:
+                    todo.append(self._push(caller, self.rule_terms[rule]))
+            if rest != EMPTY_STACK and self.terms.nullable(top):
+                todo.append(rest)
 
     def _compute_row(self, state: int) -> None:
         with self._lock:
@@ -227,11 +271,11 @@ class Automaton:
                 return
             pieces: list[tuple[int, Stack]] = []
             for stack in self._configs[state]:
-                self._stack_pieces(stack, pieces, [0])
+                self._stack_pieces(stack, pieces)
             row = np.zeros(256, dtype=np.int32)
             if _disjoint(pieces):  # the common case: one frame's derivative, no merging
                 for bits, stack in pieces:
-                    if stack != (EMPTYSET,):
+                    if stack != DEAD_STACK:
                         row[_bit_positions(bits)] = self._intern(frozenset((stack,)))
             else:
                 for bits, members in _partition(pieces):
@@ -311,7 +355,9 @@ class Automaton:
         if len(config) != 1:
             return None
         (stack,) = config
-        return self.terms.leading_run(stack[-1]) if stack else None
+        if stack == EMPTY_STACK:
+            return None
+        return self.terms.leading_run(self._stack_frames[stack][0])
 
     def forced_bytes(self, state: int, limit: int = 4096) -> bytes:
         """The bytes every continuation from ``state`` starts with (for jump-forward)."""
@@ -326,32 +372,29 @@ class Automaton:
         return bytes(out)
 
 
-def _normalize(stack: Stack) -> Stack:
-    """Drop finished frames: a frame whose term is ε can only return to its caller."""
-    while stack and stack[-1] == EPS:
-        stack = stack[:-1]
-    if any(t == EMPTYSET for t in stack):
-        return (EMPTYSET,)
-    return stack
-
-
 def _partition(pieces: list[tuple[int, Stack]]) -> list[tuple[int, set[Stack]]]:
-    acc: list[tuple[int, set[Stack]]] = []
+    """Split overlapping ``(byte set, stack)`` pieces into disjoint byte sets with the set of
+    stacks each leads to."""
+    by_bits: dict[int, set[Stack]] = {}
     for bits, stack in pieces:
-        if stack == (EMPTYSET,):
-            continue
+        if stack != DEAD_STACK:
+            by_bits.setdefault(bits, set()).add(stack)
+    if _disjoint([(bits, 0) for bits in by_bits]):  # the usual case: no splitting needed
+        return list(by_bits.items())
+    acc: list[tuple[int, set[Stack]]] = []
+    for bits, stacks in by_bits.items():
         new_acc: list[tuple[int, set[Stack]]] = []
         for have, members in acc:
             both = have & bits
             if both:
-                new_acc.append((both, members | {stack}))
+                new_acc.append((both, members | stacks))
                 if have & ~bits:
                     new_acc.append((have & ~bits, members))
                 bits &= ~have
             else:
                 new_acc.append((have, members))
         if bits:
-            new_acc.append((bits, {stack}))
+            new_acc.append((bits, set(stacks)))
         acc = new_acc
     return acc
 

@@ -25,7 +25,6 @@ import hashlib
 import io
 import os
 import threading
-import zipfile
 from collections import OrderedDict
 from collections.abc import Callable, Hashable
 from pathlib import Path
@@ -119,9 +118,13 @@ def _load_trie(key: str) -> TokenTrie | None:
         if stored != _checksum(arrays):
             raise ValueError("checksum mismatch")
         return TokenTrie.from_arrays(arrays)
-    except (OSError, ValueError, KeyError, zipfile.BadZipFile, EOFError):
-        # Corrupt or stale: remove it so the rebuilt table replaces it.
-        path.unlink(missing_ok=True)
+    except Exception:  # noqa: BLE001 - any failure to read it back means: rebuild
+        # Corrupt or stale (zipfile alone raises half a dozen types on damaged headers):
+        # remove it so the rebuilt table replaces it.
+        try:
+            path.unlink(missing_ok=True)
+        except OSError:
+            pass
         return None
 
 
@@ -137,7 +140,10 @@ def _save_trie(key: str, trie: TokenTrie) -> None:
         tmp.write_bytes(buffer.getvalue())
         os.replace(tmp, path)  # atomic: readers never see half a file
     except OSError as e:
-        tmp.unlink(missing_ok=True)
+        try:
+            tmp.unlink(missing_ok=True)
+        except OSError:
+            pass  # the directory itself is gone or not a directory: nothing to clean
         raise CacheError(f"cannot write cache file {path}: {e}") from e
 
 

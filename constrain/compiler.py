@@ -64,6 +64,7 @@ class CompiledConstraint:
         self.automaton = Automaton(grammar, options)
         self._masks = TokenMasks(self.automaton, vocab)
         self._steps: dict[tuple[int, int], int] = {}
+        self._torch_masks: dict[int, Any] = {}
         self._lock = threading.Lock()
         eos_only = np.zeros(self._masks.words * 32, dtype=bool)
         eos_only[sorted(vocab.eos_token_ids)] = True
@@ -86,6 +87,17 @@ class CompiledConstraint:
         if state < 0:
             return self._eos_only
         return self._masks.mask(state)
+
+    def torch_mask(self, state: int) -> Any:
+        """:meth:`masks_for_state` as a CPU torch tensor, made once per state (only called
+        when the caller already passes torch tensors, so torch is imported)."""
+        found = self._torch_masks.get(state)
+        if found is None:
+            import torch
+
+            found = torch.from_numpy(self.masks_for_state(state).copy())
+            self._torch_masks[state] = found
+        return found
 
     def has_live_tokens(self, state: int) -> bool:
         """Whether some token (or EOS) is allowed in ``state``."""

@@ -73,10 +73,8 @@ class Matcher:
             if target.shape[0] > words:
                 target[words:] = 0
             return
-        import torch  # the caller passed a tensor, so torch is already imported
-
-        source = torch.from_numpy(mask)
-        if target.device.type != "cpu":
+        source = self._compiled.torch_mask(self._state)
+        if target.device != source.device:
             source = source.to(target.device, non_blocking=True)
         target[:words].copy_(source)
         if target.shape[0] > words:

@@ -1,0 +1,909 @@
+"""Language tests of the grammar IR → lazy byte automaton (constrain.automaton).
+
+The reference is ``oracle_match``: a set-of-end-positions matcher over UTF-8 bytes written
+here from the IR's documented meaning, independent of the derivative machinery under test.
+"""
+
+from __future__ import annotations
+
+import itertools
+import random
+import signal
+import sys
+import time
+from collections.abc import Iterable, Iterator, Mapping
+from contextlib import contextmanager
+
+import numpy as np
+import pytest
+from hypothesis import HealthCheck, given, settings
+from hypothesis import strategies as st
+
+from constrain.automaton import Automaton, AutomatonOptions
+from constrain.compiler import compile_grammar
+from constrain.errors import ConstrainError, GrammarError, ResourceLimitError
+from constrain.grammar import (
+    ANY_CHAR,
+    EMPTY,
+    NOTHING,
+    Alt,
+    And,
+    Bytes,
+    Chars,
+    Expr,
+    Grammar,
+    Not,
+    Ref,
+    Repeat,
+    Seq,
+    alt,
+    byte_literal,
+    char_range,
+    chars,
+    complement,
+    intersect,
+    literal,
+    optional,
+    plus,
+    ref,
+    repeat,
+    seq,
+    star,
+)
+from constrain.vocab import Vocabulary
+
+DEAD = Automaton.DEAD
+
+
+# ------------------------------------------------------------------------- the oracle
+
+
+def _utf8_char_at(data: bytes, i: int) -> tuple[int, int] | None:
+    """(code point, length) of the valid UTF-8 character starting at ``data[i]``, if any."""
+    lead = data[i]
+    n = 1 if lead < 0x80 else 2 if lead < 0xE0 else 3 if lead < 0xF0 else 4
+    try:
+        text = data[i : i + n].decode("utf-8")  # strict: no overlongs, no surrogates
+    except UnicodeDecodeError:
+        return None
+    return (ord(text), n) if len(text) == 1 else None
+
+
+def _valid_utf8(data: bytes) -> bool:
+    try:
+        data.decode("utf-8")
+    except UnicodeDecodeError:
+        return False
+    return True
+
+
+class Oracle:
+    """Full-match reference for the IR: ``ends(expr, i)`` is every ``j`` such that
+    ``expr`` matches ``data[i:j]``. Exponential-free thanks to memoization per (node, i)."""
+
+    def __init__(self, rules: Mapping[str, Expr], data: bytes) -> None:
+        self.rules = rules
+        self.data = data
+        self.memo: dict[tuple[int, int], frozenset[int]] = {}
+        self.keep: list[Expr] = []  # keep ids stable while memoized
+
+    def ends(self, expr: Expr, i: int) -> frozenset[int]:
+        key = (id(expr), i)
+        found = self.memo.get(key)
+        if found is None:
+            self.keep.append(expr)
+            found = frozenset(self._ends(expr, i))
+            self.memo[key] = found
+        return found
+
+    def _step(self, expr: Expr, positions: Iterable[int]) -> set[int]:
+        out: set[int] = set()
+        for p in positions:
+            out |= self.ends(expr, p)
+        return out
+
+    def _ends(self, expr: Expr, i: int) -> set[int]:
+        data = self.data
+        if isinstance(expr, Chars):
+            if i >= len(data):
+                return set()
+            found = _utf8_char_at(data, i)
+            if found is None:
+                return set()
+            cp, n = found
+            return {i + n} if any(lo <= cp <= hi for lo, hi in expr.ranges) else set()
+        if isinstance(expr, Bytes):
+            if i < len(data) and any(lo <= data[i] <= hi for lo, hi in expr.ranges):
+                return {i + 1}
+            return set()
+        if isinstance(expr, Seq):
+            cur = {i}
+            for item in expr.items:
+                cur = self._step(item, cur)
+                if not cur:
+                    break
+            return cur
+        if isinstance(expr, Alt):
+            return self._step_all(expr.items, i)
+        if isinstance(expr, Repeat):
+            cur = {i}
+            for _ in range(expr.min):
+                cur = self._step(expr.item, cur)
+            result = set(cur)
+            k = expr.min
+            while cur and (expr.max is None or k < expr.max):
+                nxt = self._step(expr.item, cur)
+                k += 1
+                if expr.max is None:
+                    nxt -= result
+                elif nxt == cur:  # fixed point: further copies add nothing
+                    result |= nxt
+                    break
+                result |= nxt
+                cur = nxt
+            return result
+        if isinstance(expr, And):
+            sets = [self.ends(item, i) for item in expr.items]
+            return set.intersection(*map(set, sets)) if sets else set()
+        if isinstance(expr, Not):
+            inner = self.ends(expr.item, i)
+            return {
+                j for j in range(i, len(data) + 1) if j not in inner and _valid_utf8(data[i:j])
+            }
+        if isinstance(expr, Ref):
+            return set(self.ends(self.rules[expr.name], i))
+        raise TypeError(expr)
+
+    def _step_all(self, items: Iterable[Expr], i: int) -> set[int]:
+        out: set[int] = set()
+        for item in items:
+            out |= self.ends(item, i)
+        return out
+
+
+def oracle_match(grammar: Grammar, data: bytes) -> bool:
+    oracle = Oracle(grammar.rules, data)
+    return len(data) in oracle.ends(grammar.rules[grammar.start], 0)
+
+
+def strings_over(atoms: Iterable[bytes], max_len: int) -> list[bytes]:
+    atoms = list(atoms)
+    return [b"".join(p) for n in range(max_len + 1) for p in itertools.product(atoms, repeat=n)]
+
+
+def g1(expr: Expr) -> Grammar:
+    return Grammar.single(expr)
+
+
+def live_states_check(a: Automaton, limit: int = 400) -> int:
+    """BFS from start (up to ``limit`` states); assert every reached state can still reach
+    an accepting state. Returns how many states were explored."""
+    seen = {a.start}
+    order = [a.start]
+    edges: dict[int, set[int]] = {}
+    k = 0
+    while k < len(order) and len(seen) < limit:
+        s = order[k]
+        k += 1
+        succ = set(np.unique(a.row(s)).tolist()) - {DEAD}
+        edges[s] = succ
+        for t in succ:
+            if t not in seen:
+                seen.add(t)
+                order.append(t)
+    if k < len(order):
+        return k  # too many states to decide liveness by a bounded search; skip
+    good = {s for s in seen if a.is_accepting(s)}
+    changed = True
+    while changed:
+        changed = False
+        for s, succ in edges.items():
+            if s not in good and succ & good:
+                good.add(s)
+                changed = True
+    dead_ends = sorted(seen - good)
+    assert not dead_ends, f"reachable states with an empty language: {dead_ends}"
+    return len(seen)
+
+
+A_ = literal("a")
+B_ = literal("b")
+AB = alt(A_, B_)
+
+
+# -------------------------------------------------------------------- Seq / Alt / Repeat
+
+SMALL_ATOMS = [b"a", b"b", b"c"]
+SMALL_STRINGS = strings_over(SMALL_ATOMS, 5)
+
+LANGUAGE_CASES = {
+    "empty-string": EMPTY,
+    "literal": literal("abc"),
+    "alt": alt(literal("ab"), literal("ba"), literal("c")),
+    "alt-shared-prefix": alt(literal("abc"), literal("ab"), literal("abca")),
+    "star": star(AB),
+    "plus": plus(literal("ab")),
+    "optional": seq(optional(A_), B_),
+    "repeat-exact": repeat(AB, 3, 3),
+    "repeat-range": repeat(literal("ab"), 1, 2),
+    "repeat-open": repeat(A_, 2, None),
+    "repeat-nullable-item": repeat(optional(A_), 2, 3),
+    "repeat-nested": repeat(repeat(A_, 1, 2), 2, 2),
+    "star-of-star": star(star(literal("ab"))),
+    "plus-of-optional": plus(optional(literal("ab"))),
+    "seq-of-nullables": seq(star(A_), star(B_), star(literal("c"))),
+    "mixed": seq(star(AB), literal("c"), optional(A_)),
+    "nothing-in-alt": alt(NOTHING, literal("c")),
+    "raw-nested-seq": Seq((Seq((A_,)), Seq(()), Seq((B_, Seq(()))))),
+    "raw-repeat-1-1": Repeat(literal("ab"), 1, 1),
+    "raw-repeat-0-0": Repeat(A_, 0, 0),
+}
+
+
+@pytest.mark.parametrize("expr", LANGUAGE_CASES.values(), ids=LANGUAGE_CASES.keys())
+def test_regular_language_matches_oracle(expr: Expr) -> None:
+    grammar = g1(expr)
+    a = Automaton(grammar)
+    for s in SMALL_STRINGS:
+        assert a.matches(s) == oracle_match(grammar, s), s
+    live_states_check(a)
+
+
+def test_ab_star_a_ab20_builds_lazily_and_matches() -> None:
+    """(a|b)*a(a|b){20}: the DFA has 2^21 states; only those reached may be built."""
+    start = time.perf_counter()
+    a = Automaton(g1(seq(star(AB), A_, repeat(AB, 20, 20))))
+    assert time.perf_counter() - start < 1.0
+    assert a.num_states <= 4  # DEAD, start and maybe a handful
+    rng = random.Random(7)
+    walked = 0
+    for _ in range(40):
+        text = "".join(rng.choice("ab") for _ in range(rng.randint(15, 40)))
+        walked += len(text)
+        expected = len(text) >= 21 and text[-21] == "a"
+        assert a.matches(text.encode()) == expected, text
+    # Computing a visited state's row interns its successors: at most 2 (for a and b).
+    assert a.num_states <= 2 * walked + 3
+    assert a.matches(b"a" + b"b" * 20) and not a.matches(b"b" * 21)
+    assert time.perf_counter() - start < 10.0
+
+
+@pytest.mark.parametrize(
+    "expr, good, bad, max_states",
+    [
+        pytest.param(repeat(char_range("0", "9"), 1, 1000), b"7" * 1000, b"7" * 1001, 1010,
+                     id="digits{1,1000}"),
+        pytest.param(repeat(literal("ab"), 1000, 1000), b"ab" * 1000, b"ab" * 999 + b"a", 2010,
+                     id="(ab){1000}"),
+        pytest.param(seq(repeat(A_, 0, 1000), B_), b"a" * 1000 + b"b", b"a" * 1001 + b"b", 1010,
+                     id="a{0,1000}b"),
+        pytest.param(repeat(repeat(A_, 1, 3), 100, 100), b"a" * 300, b"a" * 301, 1000,
+                     id="(a{1,3}){100}"),
+    ],
+)
+def test_huge_bounded_repeats_are_counted_not_unrolled(
+    expr: Expr, good: bytes, bad: bytes, max_states: int
+) -> None:
+    start = time.perf_counter()
+    a = Automaton(g1(expr))
+    assert a.num_states <= 4
+    assert a.matches(good)
+    assert not a.matches(bad)
+    assert not a.matches(good[:0])
+    assert a.num_states <= max_states
+    assert time.perf_counter() - start < 5.0
+
+
+def test_huge_repeat_lower_bound_enforced() -> None:
+    a = Automaton(g1(repeat(char_range("0", "9"), 500, 1000)))
+    assert not a.matches(b"1" * 499)
+    assert a.matches(b"1" * 500)
+    assert not a.is_accepting(a.step_bytes(a.start, b"1" * 499))
+
+
+# --------------------------------------------------------------------------- And / Not
+
+BOOL_ATOMS = [b"a", b"b", "é".encode(), b"\xc3"]  # the last one makes invalid UTF-8
+BOOL_STRINGS = strings_over(BOOL_ATOMS, 4)
+A_STAR = star(A_)
+
+BOOLEAN_CASES = {
+    "and-two-stars": intersect(star(AB), seq(star(A_), star(B_))),
+    "and-disjoint": alt(intersect(literal("ab"), literal("ba")), literal("b")),
+    "and-lengths": intersect(repeat(AB, 2, 3), seq(star(AB), B_)),
+    "not-literal": complement(literal("a")),
+    "not-star": complement(A_STAR),
+    "not-not": complement(complement(seq(A_, B_))),
+    "not-empty-lang": complement(NOTHING),
+    "not-everything": alt(complement(star(ANY_CHAR)), literal("b")),
+    "and-not": intersect(star(AB), complement(seq(star(AB), literal("bb"), star(AB)))),
+    "not-in-seq": seq(complement(star(AB)), literal("é")),
+    "not-under-star": star(seq(complement(A_STAR), B_)),
+    "and-with-nonascii": intersect(star(ANY_CHAR), seq(star(AB), literal("é"))),
+    "empty-and-inside-alt": alt(intersect(A_STAR, complement(A_STAR)), literal("b")),
+    "empty-and-after-prefix": alt(seq(literal("a"), intersect(plus(A_), complement(A_STAR))),
+                                  literal("ab")),
+    "not-of-bytes": complement(Bytes(((0xC3, 0xC3),))),
+}
+
+
+@pytest.mark.parametrize("expr", BOOLEAN_CASES.values(), ids=BOOLEAN_CASES.keys())
+def test_and_not_exact_against_brute_force(expr: Expr) -> None:
+    grammar = g1(expr)
+    a = Automaton(grammar)
+    for s in BOOL_STRINGS:
+        assert a.matches(s) == oracle_match(grammar, s), s
+    live_states_check(a)
+
+
+def test_complement_is_within_valid_utf8() -> None:
+    a = Automaton(g1(complement(literal("a"))))
+    assert a.matches(b"") and a.matches(b"b") and a.matches("é日😀".encode())
+    assert not a.matches(b"a")
+    for invalid in (b"\xc3", b"\xff", b"\xed\xa0\x80", b"\xc0\x80", b"a\x80"):
+        assert not a.matches(invalid), invalid
+
+
+def test_dead_branch_of_intersection_is_not_offered() -> None:
+    """`And(a*, Not(a*))` is empty: its branch must not make any byte look allowed."""
+    a = Automaton(g1(alt(intersect(A_STAR, complement(A_STAR)), literal("b"))))
+    assert np.flatnonzero(a.row(a.start) != DEAD).tolist() == [ord("b")]
+    a = Automaton(g1(alt(seq(literal("x"), intersect(plus(A_), complement(A_STAR))),
+                         literal("xy"))))
+    after_x = a.step(a.start, ord("x"))
+    assert np.flatnonzero(a.row(after_x) != DEAD).tolist() == [ord("y")]
+
+
+# --------------------------------------------------------------------------------- Chars
+
+UTF8_BOUNDARIES = {
+    "ascii-top/2-byte": (0x7F, 0x80),
+    "2-byte-top/3-byte": (0x7FF, 0x800),
+    "3-byte-top/4-byte": (0xFFFF, 0x10000),
+    "before/after-surrogates": (0xD7FF, 0xE000),
+}
+
+
+def _all_scalar_bytes() -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+    """Every code point 0..0x10FFFF: its UTF-8 bytes (padded to 4), length, and code point
+    (surrogates encoded with surrogatepass, i.e. the invalid ED A0..BF xx forms)."""
+    cps = np.arange(0x110000, dtype=np.int64)
+    out = np.zeros((len(cps), 4), dtype=np.int64)
+    n = np.where(cps < 0x80, 1, np.where(cps < 0x800, 2, np.where(cps < 0x10000, 3, 4)))
+    one, two, three, four = (n == 1), (n == 2), (n == 3), (n == 4)
+    out[one, 0] = cps[one]
+    out[two, 0] = 0xC0 | (cps[two] >> 6)
+    out[two, 1] = 0x80 | (cps[two] & 0x3F)
+    out[three, 0] = 0xE0 | (cps[three] >> 12)
+    out[three, 1] = 0x80 | ((cps[three] >> 6) & 0x3F)
+    out[three, 2] = 0x80 | (cps[three] & 0x3F)
+    out[four, 0] = 0xF0 | (cps[four] >> 18)
+    out[four, 1] = 0x80 | ((cps[four] >> 12) & 0x3F)
+    out[four, 2] = 0x80 | ((cps[four] >> 6) & 0x3F)
+    out[four, 3] = 0x80 | (cps[four] & 0x3F)
+    return out, n, cps
+
+
+_SCALARS = _all_scalar_bytes()
+
+
+def _accepts_each_code_point(a: Automaton) -> np.ndarray:
+    """For every code point (as its own 1-4 byte string): does ``a`` fully match it?"""
+    data, lengths, _ = _SCALARS
+    states = np.full(len(lengths), a.start, dtype=np.int64)
+    for k in range(4):
+        active = lengths > k
+        table = a.rows_for(states[active])
+        states[active] = table[states[active], data[active, k]]
+    accepting = np.zeros(len(lengths), dtype=bool)
+    alive = states != DEAD
+    flags = a.accepting_flags()
+    accepting[alive] = flags[states[alive]]
+    return accepting
+
+
+def _expected_members(ranges: Iterable[tuple[int, int]]) -> np.ndarray:
+    _, _, cps = _SCALARS
+    member = np.zeros(len(cps), dtype=bool)
+    for lo, hi in ranges:
+        member[lo : hi + 1] = True
+    member[0xD800:0xE000] = False
+    return member
+
+
+CHAR_CASES = {
+    "ascii": [(0x20, 0x7E)],
+    "straddle-0x7F/0x80": [(0x70, 0x90)],
+    "straddle-0x7FF/0x800": [(0x7F0, 0x810)],
+    "straddle-0xFFFF/0x10000": [(0xFFF0, 0x10010)],
+    "straddle-surrogates": [(0xD700, 0xE100)],
+    "exact-2-byte-band": [(0x80, 0x7FF)],
+    "exact-3-byte-band": [(0x800, 0xFFFF)],
+    "exact-4-byte-band": [(0x10000, 0x10FFFF)],
+    "everything": [(0, 0x10FFFF)],
+    "single-points": [(0x7F, 0x7F), (0x80, 0x80), (0x7FF, 0x800), (0xFFFF, 0x10000),
+                      (0x10FFFF, 0x10FFFF), (0xE9, 0xE9)],
+    "odd-continuation-splits": [(0x3A5, 0x7C1), (0x1234, 0x5A7F), (0x1F600, 0x1F64F),
+                                (0x2FFFF, 0x40001), (0xEFFFE, 0x10FFFE)],
+    "cjk-and-emoji": [(0x4E00, 0x9FFF), (0x1F300, 0x1FAFF)],
+}
+
+
+@pytest.mark.parametrize("ranges", CHAR_CASES.values(), ids=CHAR_CASES.keys())
+def test_chars_accept_exactly_their_code_points(ranges: list[tuple[int, int]]) -> None:
+    """Exhaustive over all 1,114,112 code points (surrogates never accepted)."""
+    a = Automaton(g1(chars(ranges)))
+    got = _accepts_each_code_point(a)
+    expected = _expected_members(ranges)
+    wrong = np.flatnonzero(got != expected)
+    assert not len(wrong), [hex(int(c)) for c in wrong[:10]]
+
+
+@pytest.mark.parametrize("negate", [False, True], ids=["set", "negated"])
+def test_raw_chars_node_with_surrogates_in_range_excludes_them(negate: bool) -> None:
+    """A Chars built without the builder (surrogates inside the range) still excludes them."""
+    ranges = ((0xD000, 0xE100),) if not negate else ((0, 0xCFFF), (0xE101, 0x10FFFF))
+    a = Automaton(g1(Chars(ranges)))
+    got = _accepts_each_code_point(a)
+    assert not got[0xD800:0xE000].any()
+    expected = _expected_members(ranges)
+    assert (got == expected).all()
+
+
+@pytest.mark.parametrize("pair", UTF8_BOUNDARIES.values(), ids=UTF8_BOUNDARIES.keys())
+def test_utf8_length_boundaries(pair: tuple[int, int]) -> None:
+    below, above = pair
+    only_below = Automaton(g1(chars([(0, below)])))
+    only_above = Automaton(g1(chars([(above, 0x10FFFF)])))
+    assert only_below.matches(chr(below).encode()) and not only_below.matches(chr(above).encode())
+    assert only_above.matches(chr(above).encode()) and not only_above.matches(chr(below).encode())
+    both = Automaton(g1(repeat(chars([(below, above)]), 2, 2)))
+    assert both.matches((chr(below) + chr(above)).encode())
+    assert both.matches((chr(above) + chr(below)).encode())
+
+
+INVALID_UTF8 = {
+    "lone-continuation": b"\x80",
+    "overlong-nul": b"\xc0\x80",
+    "overlong-2": b"\xc1\xbf",
+    "overlong-3": b"\xe0\x80\xaf",
+    "overlong-4": b"\xf0\x80\x80\xaf",
+    "surrogate-high": b"\xed\xa0\x80",
+    "surrogate-low": b"\xed\xbf\xbf",
+    "above-max": b"\xf4\x90\x80\x80",
+    "f5": b"\xf5\x80\x80\x80",
+    "ff": b"\xff",
+    "truncated-2": b"\xc3",
+    "truncated-3": b"\xe6\x97",
+    "truncated-4": b"\xf0\x9f\x98",
+}
+
+
+@pytest.mark.parametrize("data", INVALID_UTF8.values(), ids=INVALID_UTF8.keys())
+def test_any_char_rejects_invalid_utf8(data: bytes) -> None:
+    a = Automaton(g1(star(ANY_CHAR)))
+    assert not a.matches(data)
+    assert not a.matches(b"x" + data + b"y")
+
+
+def test_any_char_start_row_allows_exactly_valid_lead_bytes() -> None:
+    a = Automaton(g1(ANY_CHAR))
+    live = set(np.flatnonzero(a.row(a.start) != DEAD).tolist())
+    assert live == set(range(0x80)) | set(range(0xC2, 0xF5))
+
+
+def test_all_two_byte_strings_against_decoder() -> None:
+    """Every 2-byte string is matched by one ANY_CHAR iff it decodes to one character."""
+    a = Automaton(g1(ANY_CHAR))
+    b0, b1 = np.divmod(np.arange(65536), 256)
+    s1 = a.rows_for(np.array([a.start]))[a.start, b0]
+    table = a.rows_for(s1)
+    s2 = table[s1, b1]
+    got = (s1 != DEAD) & (s2 != DEAD) & a.accepting_flags()[s2]
+    expected = np.array(
+        [_utf8_char_at(bytes([x, y]), 0) is not None and x >= 0x80
+         for x, y in zip(b0.tolist(), b1.tolist())]
+    )
+    assert (got == expected).all()
+
+
+# --------------------------------------------------------------------------------- Bytes
+
+
+BYTES_CASES = {
+    "invalid-utf8-literal": (byte_literal(b"\xff\xfe"), [b"\xff\xfe"], [b"\xff", b"\xfe\xff"]),
+    "byte-range": (star(Bytes(((0x80, 0xFF),))), [b"", b"\x80\xff\xc3"], [b"a", b"\x80a"]),
+    "bytes-then-chars": (seq(byte_literal(b"\xff"), literal("é")), [b"\xff\xc3\xa9"],
+                         [b"\xff\xc3", b"\xc3\xa9"]),
+    "bytes-spell-a-char": (seq(Bytes(((0xC3, 0xC3),)), Bytes(((0xA9, 0xA9),))),
+                           ["é".encode()], [b"\xc3"]),
+    "bytes-alt-chars-same-prefix": (alt(literal("é"), byte_literal(b"\xc3\x28")),
+                                    ["é".encode(), b"\xc3\x28"], [b"\xc3", b"\xc3\xa8"]),
+}
+
+
+@pytest.mark.parametrize("expr, good, bad", BYTES_CASES.values(), ids=BYTES_CASES.keys())
+def test_bytes_atoms(expr: Expr, good: list[bytes], bad: list[bytes]) -> None:
+    a = Automaton(g1(expr))
+    for s in good:
+        assert a.matches(s), s
+        assert oracle_match(g1(expr), s)
+    for s in bad:
+        assert not a.matches(s), s
+        assert not oracle_match(g1(expr), s)
+
+
+# ----------------------------------------------------------------------------- recursion
+
+DYCK = Grammar({"start": star(seq(literal("("), ref("start"), literal(")")))})
+ARRAY = Grammar(
+    {
+        "value": alt(literal("x"), ref("array")),
+        "array": seq(literal("["), optional(seq(ref("value"), star(seq(literal(","),
+                                                                        ref("value"))))),
+                     literal("]")),
+    },
+    start="value",
+)
+ARITH = Grammar(
+    {
+        "expr": seq(ref("term"), star(seq(literal("+"), ref("term")))),
+        "term": seq(ref("factor"), star(seq(literal("*"), ref("factor")))),
+        "factor": alt(literal("x"), seq(literal("("), ref("expr"), literal(")"))),
+    },
+    start="expr",
+)
+EVEN_ODD = Grammar(
+    {"even": alt(EMPTY, seq(literal("a"), ref("odd"))), "odd": seq(literal("b"), ref("even"))},
+    start="even",
+)
+PALINDROMES = Grammar(
+    {"start": alt(EMPTY, literal("a"), literal("b"),
+                  seq(literal("a"), ref("start"), literal("a")),
+                  seq(literal("b"), ref("start"), literal("b")))}
+)
+
+RECURSIVE_CASES = {
+    "dyck": (DYCK, "()", 6),
+    "nested-arrays": (ARRAY, "x[],", 5),
+    "arithmetic": (ARITH, "x+*()", 5),
+    "mutual-even-odd": (EVEN_ODD, "ab", 8),
+    "palindromes": (PALINDROMES, "ab", 8),
+}
+
+
+@pytest.mark.parametrize("grammar, alphabet, max_len", RECURSIVE_CASES.values(),
+                         ids=RECURSIVE_CASES.keys())
+def test_recursive_grammar_matches_oracle(grammar: Grammar, alphabet: str, max_len: int) -> None:
+    a = Automaton(grammar)
+    for s in strings_over([c.encode() for c in alphabet], max_len):
+        assert a.matches(s) == oracle_match(grammar, s), s
+
+
+def test_balanced_brackets_to_depth_50() -> None:
+    a = Automaton(DYCK)
+    deep = b"(" * 50 + b")" * 50
+    assert a.matches(deep)
+    assert a.matches(deep + b"()" + deep)
+    assert not a.matches(b"(" * 50 + b")" * 49)
+    assert not a.matches(b"(" * 49 + b")" * 50)
+    state = a.step_bytes(a.start, b"(" * 50)
+    assert state != DEAD and not a.is_accepting(state)
+    assert np.flatnonzero(a.row(state) != DEAD).tolist() == [ord("("), ord(")")]
+
+
+def test_nested_arrays_depth_50() -> None:
+    a = Automaton(ARRAY)
+    text = b"[" * 50 + b"x" + b",x]" + b"]" * 49
+    assert a.matches(text)
+    assert not a.matches(text[:-1])
+    assert not a.matches(b"[" * 50 + b"]" * 51)
+
+
+def test_recursion_is_exact_not_unrolled() -> None:
+    """Depth 300 works exactly: no fixed unrolling depth caps the language."""
+    a = Automaton(DYCK)
+    assert a.matches(b"(" * 300 + b")" * 300)
+    assert not a.matches(b"(" * 300 + b")" * 299)
+
+
+def _tail_recursive() -> Grammar:
+    return Grammar({"start": alt(EMPTY, seq(literal("a"), ref("start")))})
+
+
+def test_tail_recursion_stays_bounded_in_states() -> None:
+    a = Automaton(_tail_recursive())
+    assert a.matches(b"a" * 200)
+    assert a.num_states < 20
+
+
+def test_right_recursive_list_does_not_use_python_recursion_per_item() -> None:
+    g = Grammar({
+        "start": seq(literal("["), ref("items"), literal("]")),
+        "items": alt(literal("x"), seq(literal("x,"), ref("items"))),
+    })
+    a = Automaton(g)
+    old = sys.getrecursionlimit()
+    depth, frame = 0, sys._getframe()
+    while frame is not None:
+        depth, frame = depth + 1, frame.f_back
+    sys.setrecursionlimit(depth + 250)  # 250 spare frames; matching 400 items must fit
+    try:
+        assert a.matches(b"[" + b"x," * 400 + b"x]")
+    finally:
+        sys.setrecursionlimit(old)
+
+
+@contextmanager
+def cpu_time_limit(seconds: float) -> Iterator[None]:
+    """Raise TimeoutError once this process has used ``seconds`` of CPU time (CPU, not wall
+    time, so a loaded machine does not make it flaky; the code under test is Python, so the
+    signal is delivered between bytecodes)."""
+
+    def expire(signum: int, frame: object) -> None:
+        raise TimeoutError(f"still running after {seconds} s of CPU time")
+
+    previous = signal.signal(signal.SIGVTALRM, expire)
+    signal.setitimer(signal.ITIMER_VIRTUAL, seconds)
+    try:
+        yield
+    finally:
+        signal.setitimer(signal.ITIMER_VIRTUAL, 0)
+        signal.signal(signal.SIGVTALRM, previous)
+
+
+AMBIGUOUS = Grammar({"start": alt(literal("x"), seq(literal("("), ref("start"),
+                                                      optional(literal(")"))))})
+
+
+def _ambiguous_input(n: int) -> bytes:
+    return b"(" * n + b"x" + b")" * (n // 2)
+
+
+@pytest.mark.skipif(not hasattr(signal, "setitimer"), reason="needs SIGVTALRM")
+def test_ambiguous_nested_optional_closers_are_bounded() -> None:
+    a = Automaton(AMBIGUOUS)
+    with cpu_time_limit(3.0):
+        try:
+            assert a.matches(_ambiguous_input(150))
+        except ResourceLimitError:
+            pass  # a clear budget error would be acceptable too
+
+
+def test_ambiguity_budget_raises_resource_limit() -> None:
+    a = Automaton(AMBIGUOUS, AutomatonOptions(max_stacks_per_state=64))
+    start = time.process_time()
+    with pytest.raises(ResourceLimitError):
+        a.matches(_ambiguous_input(150))
+    assert time.process_time() - start < 1.0
+
+
+@pytest.mark.xfail(
+    strict=True,
+    reason="BUG (invariant 5, bounded): matching the ambiguous grammar start: x | '(' start "
+    "')'? on (^n x )^(n/2) still costs ~n^3 CPU (n=150: 0.55 s, n=300: 4.3 s; doubling n "
+    "costs ~8x), so inputs well inside max_stacks_per_state=4096 take hours",
+)
+def test_ambiguous_grammar_cost_grows_at_most_quadratically() -> None:
+    def cpu(n: int) -> float:
+        a = Automaton(AMBIGUOUS)
+        start = time.process_time()
+        assert a.matches(_ambiguous_input(n))
+        return time.process_time() - start
+
+    small, large = cpu(100), cpu(200)
+    assert large < 5.5 * small + 0.05, (small, large)
+
+
+LEFT_RECURSIVE = {
+    "direct": {"start": alt(seq(ref("start"), A_), B_)},
+    "indirect": {"start": alt(seq(ref("x"), A_), B_), "x": seq(ref("start"), B_)},
+    "through-nullable-prefix": {"start": alt(seq(optional(literal("c")), ref("start"), A_), B_)},
+    "through-star-prefix": {"start": alt(seq(star(literal("c")), ref("start")), B_)},
+    "through-nullable-rule": {"start": alt(seq(ref("n"), ref("start"), A_), B_),
+                              "n": optional(literal("c"))},
+    "self-only": {"start": alt(ref("start"), A_)},
+}
+
+
+@pytest.mark.parametrize("rules", LEFT_RECURSIVE.values(), ids=LEFT_RECURSIVE.keys())
+def test_left_recursion_is_a_grammar_error(rules: dict[str, Expr]) -> None:
+    start = time.perf_counter()
+    with pytest.raises(GrammarError, match="left recursion"):
+        Automaton(Grammar(rules))
+    assert time.perf_counter() - start < 1.0
+
+
+MALFORMED = {
+    "ref-inside-and": lambda: Grammar({"start": intersect(ref("x"), A_), "x": A_}),
+    "ref-inside-not": lambda: Grammar({"start": complement(ref("x")), "x": A_}),
+    "byte-out-of-range": lambda: g1(Bytes(((0, 256),))),
+    "not-an-expr": lambda: g1("abc"),  # type: ignore[arg-type]
+}
+
+
+@pytest.mark.parametrize("make", MALFORMED.values(), ids=MALFORMED.keys())
+def test_malformed_ir_raises_grammar_error(make) -> None:  # type: ignore[no-untyped-def]
+    with pytest.raises(GrammarError):
+        Automaton(make())
+
+
+@pytest.mark.parametrize(
+    "make",
+    [
+        lambda: Grammar({"start": ref("missing")}),
+        lambda: Grammar({"a": A_}, start="start"),
+        lambda: repeat(A_, 3, 2),
+        lambda: repeat(A_, -1, None),
+    ],
+    ids=["undefined-rule", "undefined-start", "max-below-min", "negative-min"],
+)
+def test_invalid_grammar_construction(make) -> None:  # type: ignore[no-untyped-def]
+    with pytest.raises(GrammarError):
+        make()
+
+
+# ------------------------------------------------------------------- empty / liveness
+
+
+EMPTY_LANGUAGES = {
+    "nothing": NOTHING,
+    "empty-chars": Chars(()),
+    "and-disjoint": intersect(literal("a"), literal("b")),
+    "and-x-not-x": intersect(A_STAR, complement(A_STAR)),
+    "seq-with-nothing": Seq((literal("a"), NOTHING)),
+    "plus-of-nothing": Repeat(NOTHING, 1, None),
+    "not-everything": complement(star(ANY_CHAR)),
+}
+
+
+@pytest.fixture(scope="module")
+def tiny_vocab() -> Vocabulary:
+    return Vocabulary.from_token_bytes([bytes([b]) for b in range(256)] + [None],
+                                       eos_token_ids=[256])
+
+
+@pytest.mark.parametrize("expr", EMPTY_LANGUAGES.values(), ids=EMPTY_LANGUAGES.keys())
+def test_empty_language_is_rejected_at_compile(expr: Expr, tiny_vocab: Vocabulary) -> None:
+    with pytest.raises(GrammarError, match="empty"):
+        compile_grammar(g1(expr), tiny_vocab)
+
+
+def test_non_productive_recursion_is_an_empty_language(tiny_vocab: Vocabulary) -> None:
+    g = Grammar({"start": seq(literal("("), ref("start"), literal(")"))})
+    with pytest.raises(GrammarError):
+        compile_grammar(g, tiny_vocab)
+
+
+def test_branch_into_non_productive_rule_is_dead() -> None:
+    g = Grammar({
+        "start": alt(literal("a"), seq(literal("b"), ref("x"))),
+        "x": seq(literal("("), ref("x"), literal(")")),
+    })
+    a = Automaton(g)
+    assert a.step(a.start, ord("b")) == DEAD
+
+
+def test_empty_language_inside_repeat_and_seq_is_not_offered() -> None:
+    dead = intersect(A_STAR, complement(A_STAR))
+    a = Automaton(g1(alt(seq(literal("q"), dead), star(seq(literal("z"), dead)), literal("ok"))))
+    assert np.flatnonzero(a.row(a.start) != DEAD).tolist() == [ord("o")]
+    assert a.is_accepting(a.start)  # star(...) still gives the empty string
+    live_states_check(a)
+
+
+# --------------------------------------------------------------------- budgets / limits
+
+
+def test_max_states_budget_raises_resource_limit() -> None:
+    a = Automaton(g1(repeat(char_range("0", "9"), 1, 1000)), AutomatonOptions(max_states=10))
+    with pytest.raises(ResourceLimitError) as info:
+        a.matches(b"1" * 100)
+    assert info.value.limit == "max_states" and info.value.value == 10
+    assert isinstance(info.value, ConstrainError) and isinstance(info.value, RuntimeError)
+
+
+def test_max_states_too_small_for_start() -> None:
+    with pytest.raises(ResourceLimitError):
+        Automaton(g1(literal("a")), AutomatonOptions(max_states=1))
+
+
+def test_max_terms_budget_raises_resource_limit() -> None:
+    a = Automaton(g1(seq(star(AB), A_, repeat(AB, 20, 20))), AutomatonOptions(max_terms=200))
+    rng = random.Random(1)
+    with pytest.raises(ResourceLimitError) as info:
+        for _ in range(200):
+            a.matches("".join(rng.choice("ab") for _ in range(30)).encode())
+    assert info.value.limit == "max_terms"
+
+
+def test_budget_error_is_fast() -> None:
+    start = time.perf_counter()
+    a = Automaton(g1(seq(star(AB), A_, repeat(AB, 20, 20))), AutomatonOptions(max_states=500))
+    rng = random.Random(3)
+    with pytest.raises(ResourceLimitError):
+        for _ in range(1000):
+            a.matches("".join(rng.choice("ab") for _ in range(40)).encode())
+    assert time.perf_counter() - start < 10.0
+
+
+# ---------------------------------------------------------------------------- forced bytes
+
+
+FORCED_CASES = {
+    "literal": (literal("hello"), b"", b"hello"),
+    "common-prefix": (alt(literal("abc"), literal("abd")), b"", b"ab"),
+    "after-choice": (alt(literal("abc"), literal("abd")), b"abc", b""),
+    "choice-then-literal": (seq(alt(A_, B_), literal("xyz")), b"b", b"xyz"),
+    "none-at-choice": (seq(alt(A_, B_), literal("xyz")), b"", b""),
+    "accepting-stops": (seq(literal("ab"), optional(literal("cd"))), b"ab", b""),
+    "multibyte": (literal("日本"), b"", "日本".encode()),
+    "mid-character": (literal("日本"), b"\xe6", "日本".encode()[1:]),
+    "shared-lead-byte": (alt(literal("é"), literal("è")), b"", b"\xc3"),
+    "recursion": (Grammar({"start": seq(literal("[["), alt(literal("x"), ref("start")),
+                                         literal("]]"))}), b"[[x", b"]]"),
+}
+
+
+@pytest.mark.parametrize("expr, prefix, forced", FORCED_CASES.values(), ids=FORCED_CASES.keys())
+def test_forced_bytes(expr: Expr | Grammar, prefix: bytes, forced: bytes) -> None:
+    a = Automaton(expr if isinstance(expr, Grammar) else g1(expr))
+    state = a.step_bytes(a.start, prefix)
+    assert state != DEAD
+    assert a.forced_bytes(state) == forced
+    if forced:  # consuming the forced bytes is always possible
+        assert a.step_bytes(state, forced) != DEAD
+
+
+def test_forced_bytes_limit() -> None:
+    a = Automaton(g1(literal("x" * 100)))
+    assert a.forced_bytes(a.start, limit=10) == b"x" * 10
+    assert a.forced_bytes(DEAD) == b""
+
+
+# ------------------------------------------------------------------ property: random IR
+
+ALPHABET_CHARS = [ord("a"), ord("b"), 0xE9]
+
+leaf_exprs = st.one_of(
+    st.sampled_from([
+        literal("a"), literal("b"), literal("é"),
+        chars([(ord("a"), ord("b"))]),
+        chars([(ord("b"), 0xE9)]),
+        chars([(ord("a"), ord("a"))], negate=True),
+        ANY_CHAR,
+        Bytes(((0xC3, 0xC3),)),
+        Bytes(((0xA9, 0xA9), (0x61, 0x61))),
+        Bytes(((0x80, 0xFF),)),
+        EMPTY,
+        NOTHING,
+    ]),
+)
+
+
+def _extend(children: st.SearchStrategy[Expr]) -> st.SearchStrategy[Expr]:
+    bounds = st.integers(0, 2).flatmap(
+        lambda lo: st.tuples(st.just(lo), st.one_of(st.none(), st.integers(lo, lo + 2)))
+    )
+    return st.one_of(
+        st.lists(children, min_size=0, max_size=3).map(lambda xs: Seq(tuple(xs))),
+        st.lists(children, min_size=0, max_size=3).map(lambda xs: Alt(tuple(xs))),
+        st.tuples(children, bounds).map(lambda t: Repeat(t[0], t[1][0], t[1][1])),
+        st.lists(children, min_size=1, max_size=2).map(lambda xs: And(tuple(xs))),
+        children.map(Not),
+    )
+
+
+random_exprs = st.recursive(leaf_exprs, _extend, max_leaves=7)
+PROPERTY_STRINGS = strings_over(BOOL_ATOMS, 3)  # 85 strings incl. invalid UTF-8
+
+
+@settings(max_examples=120, deadline=None, suppress_health_check=[HealthCheck.too_slow])
+@given(expr=random_exprs, extra=st.lists(st.sampled_from(BOOL_ATOMS), max_size=7))
+def test_random_ir_matches_oracle(expr: Expr, extra: list[bytes]) -> None:
+    grammar = g1(expr)
+    a = Automaton(grammar)
+    for s in [*PROPERTY_STRINGS, b"".join(extra)]:
+        assert a.matches(s) == oracle_match(grammar, s), (s, expr)
+    if a.start != DEAD:
+        live_states_check(a, limit=150)
