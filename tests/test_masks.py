@@ -1,0 +1,277 @@
+"""Differential tests of the per-state token masks (constrain.masks).
+
+For every automaton state reached along random byte walks, ``TokenMasks`` must allow exactly
+the brute-force set ``{t : automaton.step_bytes(state, token_bytes[t]) != DEAD}``, plus EOS
+iff the state is accepting. Both mask engines (numpy level walk and the compiled kernel)
+are checked, on the tiny byte vocabulary, random 3,000-token slices of the real Qwen2 and
+SmolLM2 vocabularies, and the full SmolLM2 vocabulary for a few states.
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+import numpy as np
+import pytest
+from conftest import BYTE_VOCAB_EOS
+
+from constrain import walk_kernel
+from constrain.automaton import Automaton
+from constrain.grammar import Grammar, alt, literal, optional, ref, seq, star
+from constrain.masks import TokenMasks, mask_words
+from constrain.regex import parse_regex
+from constrain.vocab import Vocabulary
+
+DEAD = Automaton.DEAD
+
+ENGINES = [
+    pytest.param(False, id="numpy-walk"),
+    pytest.param(
+        True, id="compiled-walk",
+        marks=pytest.mark.skipif(not walk_kernel.available(), reason="numba not installed"),
+    ),
+]
+
+PATTERNS = {
+    "json-string": r'"[^"\\\x00-\x1f]*"',
+    "json-string-escapes": r'"([^"\\\x00-\x1f]|\\["\\/bfnrt]|\\u[0-9a-fA-F]{4})*"',
+    "lowercase-star": r"[a-z]*",
+    "dot-star": r".*",
+    "dotall-star": r"(?s).*",
+    "not-a-star": r"[^a]*b",
+    "non-ascii-only": r"[^\x00-\x7f]*",
+    "not-e-acute": r"[^é]*x",
+    "not-cjk-char": r"[^\u65e5]*",
+    "counted-lower": r"[a-z]{0,5}",
+    "counted-range": r"[a-z ]{3,8}\.",
+    "counted-string": r'"[^"]{0,10}"',
+    "counted-dot": r".{2,4}",
+    "non-ascii-literals": r"café|日本語|😀+|[α-ω]{1,3}",
+    "digits": r"-?(0|[1-9][0-9]{0,20})(\.[0-9]+)?",
+    "email": r"[a-z0-9._%+-]{1,20}@[a-z0-9-]{1,15}\.(com|org|net)",
+    "ab-suffix": r"(a|b)*a(a|b){5}",
+    "key-value": r'\{"[a-z]{1,8}": ?[0-9]{1,3}\}',
+}
+
+DYCK = Grammar({"start": star(seq(literal("("), ref("start"), literal(")")))})
+ARRAY = Grammar(
+    {
+        "value": alt(literal("x"), literal("é"), ref("array")),
+        "array": seq(literal("["), optional(seq(ref("value"),
+                                                 star(seq(literal(", "), ref("value"))))),
+                     literal("]")),
+    },
+    start="value",
+)
+GRAMMARS = {"dyck": DYCK, "nested-arrays": ARRAY}
+
+
+def automaton_for(spec: str | Grammar) -> Automaton:
+    if isinstance(spec, Grammar):
+        return Automaton(spec)
+    return Automaton(Grammar.single(parse_regex(spec)))
+
+
+def brute_allowed(automaton: Automaton, vocab: Vocabulary, state: int) -> np.ndarray:
+    allowed = [
+        t for t, data in enumerate(vocab.token_bytes)
+        if data is not None and automaton.step_bytes(state, data) != DEAD
+    ]
+    if automaton.is_accepting(state):
+        allowed.extend(vocab.eos_token_ids)
+    return np.array(sorted(allowed), dtype=np.int64)
+
+
+def walk_states(automaton: Automaton, seed: int, walks: int = 8, max_len: int = 14) -> list[int]:
+    """Distinct states met on random byte walks from the start (stopping mid-character too)."""
+    rng = np.random.default_rng(seed)
+    seen = {automaton.start: None}
+    for _ in range(walks):
+        state = automaton.start
+        for _ in range(int(rng.integers(1, max_len + 1))):
+            live = np.flatnonzero(automaton.row(state) != DEAD)
+            if not len(live):
+                break
+            state = int(automaton.row(state)[rng.choice(live)])
+            seen.setdefault(state, None)
+    return list(seen)
+
+
+def mask_bits(mask: np.ndarray, size: int) -> np.ndarray:
+    bits = np.unpackbits(mask.view(np.uint8), bitorder="little")
+    return np.flatnonzero(bits[:size])
+
+
+def assert_masks_match(automaton: Automaton, vocab: Vocabulary, states: list[int],
+                       engine: bool) -> None:
+    masks = TokenMasks(automaton, vocab, use_compiled=engine)
+    for state in states:
+        expected = brute_allowed(automaton, vocab, state)
+        got = masks.allowed_token_ids(state)
+        missing = np.setdiff1d(expected, got)
+        extra = np.setdiff1d(got, expected)
+        assert not len(missing) and not len(extra), (
+            f"state {state}: missing {[vocab.token_bytes[t] for t in missing[:8]]}, "
+            f"extra {[vocab.token_bytes[t] for t in extra[:8]]}"
+        )
+        mask = masks.mask(state)
+        assert mask.dtype == np.int32 and mask.shape == (mask_words(vocab.size),)
+        assert (mask_bits(mask, len(mask) * 32) < vocab.size).all()
+
+
+# ---------------------------------------------------------------------- byte vocabulary
+
+ALL_SPECS = {**PATTERNS, **GRAMMARS}
+
+
+@pytest.mark.parametrize("engine", ENGINES)
+@pytest.mark.parametrize("spec", ALL_SPECS.values(), ids=ALL_SPECS.keys())
+def test_byte_vocab_masks_equal_brute_force(spec: Any, engine: bool,
+                                            byte_vocab: Vocabulary) -> None:
+    automaton = automaton_for(spec)
+    states = walk_states(automaton, seed=len(str(spec)), walks=10, max_len=16)
+    assert_masks_match(automaton, byte_vocab, states, engine)
+
+
+def test_byte_vocab_partial_utf8_tokens(byte_vocab: Vocabulary) -> None:
+    """b'\\xe6' (ids 230 and 261) and b'\\x97\\xa5' split 日 (E6 97 A5) across tokens."""
+    automaton = automaton_for("日+")
+    masks = TokenMasks(automaton, byte_vocab)
+    assert masks.allowed_token_ids(automaton.start).tolist() == [230, 261]
+    mid = automaton.step_bytes(automaton.start, b"\xe6")
+    assert 262 in masks.allowed_token_ids(mid).tolist()  # b"\x97\xa5"
+    assert masks.allowed_token_ids(mid).tolist() == [0x97, 262]
+    end = automaton.step_bytes(mid, b"\x97\xa5")
+    assert masks.allowed_token_ids(end).tolist() == [230, 261, BYTE_VOCAB_EOS]
+
+
+def test_mask_memoized_and_read_only(byte_vocab: Vocabulary) -> None:
+    automaton = automaton_for("[a-z]+")
+    masks = TokenMasks(automaton, byte_vocab)
+    first = masks.mask(automaton.start)
+    assert masks.mask(automaton.start) is first
+    with pytest.raises(ValueError):
+        first[0] = 0
+
+
+def test_bit_layout_including_sign_bit() -> None:
+    """Token t is bit t % 32 of word t // 32; token 31 is the int32 sign bit."""
+    table: list[bytes | None] = [b"x%d" % i for i in range(70)] + [None]
+    table[31], table[32], table[69] = b"a", b"b", b"c"
+    vocab = Vocabulary.from_token_bytes(table, eos_token_ids=[70])
+    automaton = automaton_for("[abc]")
+    mask = TokenMasks(automaton, vocab).mask(automaton.start)
+    assert mask.tolist() == [-(2**31), 1, 1 << 5]
+    end = automaton.step_bytes(automaton.start, b"a")
+    assert TokenMasks(automaton, vocab).mask(end).tolist() == [0, 0, 1 << 6]
+
+
+# ------------------------------------------------------------------ special / padding / EOS
+
+
+def test_special_tokens_never_allowed_eos_only_when_accepting() -> None:
+    table: list[bytes | None] = [bytes([b]) for b in range(128)] + [b"ab", None, None, None]
+    vocab = Vocabulary.from_token_bytes(table, eos_token_ids=[130], special_token_ids=[129, 131])
+    automaton = automaton_for(r"[a-z]{2,4}")
+    masks = TokenMasks(automaton, vocab)
+    saw_accepting = saw_not = False
+    for state in walk_states(automaton, seed=3, walks=20, max_len=6):
+        allowed = set(masks.allowed_token_ids(state).tolist())
+        assert not allowed & {129, 131}
+        assert (130 in allowed) == automaton.is_accepting(state)
+        saw_accepting |= automaton.is_accepting(state)
+        saw_not |= not automaton.is_accepting(state)
+    assert saw_accepting and saw_not
+
+
+@pytest.mark.parametrize("extra", [1, 31, 32, 33, 100], ids=lambda n: f"pad+{n}")
+def test_padded_vocab_never_allows_padding(extra: int, byte_vocab: Vocabulary) -> None:
+    padded = byte_vocab.with_size(byte_vocab.size + extra)
+    automaton = automaton_for(r".*")
+    plain = TokenMasks(automaton, byte_vocab)
+    masks = TokenMasks(automaton, padded)
+    assert masks.words == (padded.size + 31) // 32
+    for state in walk_states(automaton, seed=extra, walks=5, max_len=6):
+        mask = masks.mask(state)
+        assert mask.shape == (masks.words,)
+        every_bit = mask_bits(mask, masks.words * 32)
+        assert (every_bit < byte_vocab.tokenizer_size).all()
+        assert every_bit.tolist() == plain.allowed_token_ids(state).tolist()
+
+
+def test_dead_state_allows_nothing(byte_vocab: Vocabulary) -> None:
+    automaton = automaton_for("a")
+    masks = TokenMasks(automaton, byte_vocab)
+    assert not masks.mask(DEAD).any()
+
+
+def test_vocab_without_eos_allowed_tokens() -> None:
+    vocab = Vocabulary.from_token_bytes([b"a", b"aa", b"b"], eos_token_ids=[])
+    automaton = automaton_for("a+")
+    masks = TokenMasks(automaton, vocab)
+    end = automaton.step_bytes(automaton.start, b"a")
+    assert masks.allowed_token_ids(end).tolist() == [0, 1]
+
+
+# -------------------------------------------------------------- real vocabulary slices
+
+
+def _slice(vocab: Vocabulary, seed: int, n: int = 3000) -> Vocabulary:
+    text_ids = [t for t, b in enumerate(vocab.token_bytes) if b is not None]
+    rng = np.random.default_rng(seed)
+    chosen = sorted(rng.choice(len(text_ids), size=n, replace=False).tolist())
+    table: list[bytes | None] = [vocab.token_bytes[text_ids[i]] for i in chosen]
+    table += [None, None]
+    return Vocabulary.from_token_bytes(table, eos_token_ids=[n], special_token_ids=[n + 1])
+
+
+@pytest.fixture(scope="module")
+def qwen_slice(qwen_vocab: Vocabulary) -> Vocabulary:
+    return _slice(qwen_vocab, seed=11)
+
+
+@pytest.fixture(scope="module")
+def smollm2_slice(smollm2_vocab: Vocabulary) -> Vocabulary:
+    return _slice(smollm2_vocab, seed=12)
+
+
+@pytest.fixture(params=["qwen_slice", "smollm2_slice"])
+def real_slice(request: pytest.FixtureRequest) -> Vocabulary:
+    return request.getfixturevalue(request.param)
+
+
+@pytest.mark.parametrize("engine", ENGINES)
+@pytest.mark.parametrize("spec", ALL_SPECS.values(), ids=ALL_SPECS.keys())
+def test_real_vocab_slice_masks_equal_brute_force(spec: Any, engine: bool,
+                                                  real_slice: Vocabulary) -> None:
+    automaton = automaton_for(spec)
+    states = walk_states(automaton, seed=len(str(spec)) + 1, walks=6, max_len=12)
+    assert_masks_match(automaton, real_slice, states, engine)
+
+
+FULL_VOCAB_SPECS = {
+    "json-string": PATTERNS["json-string"],
+    "dot-star": PATTERNS["dot-star"],
+    "counted-string": PATTERNS["counted-string"],
+}
+
+
+@pytest.mark.parametrize("engine", ENGINES)
+@pytest.mark.parametrize("spec", FULL_VOCAB_SPECS.values(), ids=FULL_VOCAB_SPECS.keys())
+def test_full_smollm2_vocab_masks_equal_brute_force(spec: str, engine: bool,
+                                                    smollm2_vocab: Vocabulary) -> None:
+    automaton = automaton_for(spec)
+    states = walk_states(automaton, seed=5, walks=3, max_len=6)[:4]
+    assert_masks_match(automaton, smollm2_vocab, states, engine)
+
+
+def test_engines_agree_on_full_qwen_vocab(qwen_vocab: Vocabulary) -> None:
+    """Both walks give the same masks on 151k tokens (cheap: no brute force)."""
+    if not walk_kernel.available():
+        pytest.skip("numba not installed")
+    for spec in (PATTERNS["json-string-escapes"], PATTERNS["dot-star"], PATTERNS["email"]):
+        automaton = automaton_for(spec)
+        a = TokenMasks(automaton, qwen_vocab, use_compiled=False)
+        b = TokenMasks(automaton, qwen_vocab, use_compiled=True)
+        for state in walk_states(automaton, seed=9, walks=3, max_len=8):
+            assert np.array_equal(a.mask(state), b.mask(state)), (spec, state)
