@@ -22,6 +22,7 @@ from constrain import api  # noqa: E402
 from constrain.api import Choice, Regex, generate_as, generative, output_spec  # noqa: E402
 from constrain.errors import SchemaError, ValidationFailure  # noqa: E402
 from constrain.tools import Tool, Toolbox, tool  # noqa: E402
+from model_support import default_model  # noqa: E402,F401
 
 
 class Address(pydantic.BaseModel):
@@ -466,6 +467,7 @@ def test_tool_and_toolbox_constraints_compile(byte_vocab: constrain.Vocabulary) 
 # --------------------------------------------------------------------- real model
 
 @pytest.mark.model
+@pytest.mark.usefixtures("default_model")
 def test_model_generate_as_types() -> None:
     pytest.importorskip("constrain.generation")
     answer = generate_as(Literal["yes", "no"], "Is the sky blue? Answer yes or no.",
@@ -479,6 +481,7 @@ def test_model_generate_as_types() -> None:
 
 
 @pytest.mark.model
+@pytest.mark.usefixtures("default_model")
 def test_model_generate_as_pydantic_and_tools() -> None:
     pytest.importorskip("constrain.generation")
     pytest.importorskip("constrain.json_schema")

@@ -18,6 +18,7 @@ import pytest
 
 from constrain import api, cli
 from constrain.extract import done_ids, read_records
+from model_support import _model_cache_folder  # noqa: F401
 
 ROOT = Path(__file__).resolve().parents[1]
 DATA = ROOT / "examples" / "data"
@@ -304,14 +305,13 @@ def test_check_json_schema(tmp_path: Path, capsys: Any) -> None:
 
 
 @pytest.mark.model
-def test_real_extract_two_records(tmp_path: Path) -> None:
-    pytest.importorskip("constrain.generation")
-    pytest.importorskip("constrain.json_schema")
+def test_real_extract_two_records(tmp_path: Path, _model_cache_folder: Path) -> None:
     out = tmp_path / "contacts.out.jsonl"
     proc = subprocess.run(
         [sys.executable, "-m", "constrain.cli", "extract", "--schema",
          str(DATA / "contact.schema.json"), "--input", str(DATA / "contacts.jsonl"),
-         "--output", str(out), "--limit", "2", "--max-new-tokens", "128"],
+         "--output", str(out), "--limit", "2", "--max-new-tokens", "128",
+         "--cache-dir", str(_model_cache_folder)],
         capture_output=True, text=True, timeout=600,
     )
     assert proc.returncode == 0, proc.stderr
