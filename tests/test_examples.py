@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import ast
 import json
+import re
 import runpy
 from pathlib import Path
 from typing import Any
@@ -95,3 +96,29 @@ def test_notebook_runs() -> None:
         exec(compile(cell, f"notebook cell {i}", "exec"), namespace)  # noqa: S102
     assert namespace["answer"] in ("yes", "no")
     assert set(namespace["person"]) == {"name", "age"}
+
+
+def _readme_api_blocks() -> list[str]:
+    text = (EXAMPLES.parent / "README.md").read_text(encoding="utf-8")
+    start = text.index("## Python types in, validated objects out")
+    section = text[start:text.index("\n## ", start + 1)]
+    return [b for b in re.findall(r"```python\n(.*?)```", section, re.DOTALL)]
+
+
+def test_readme_api_blocks_compile() -> None:
+    blocks = _readme_api_blocks()
+    assert len(blocks) >= 3
+    for block in blocks:
+        compile(block, "README.md", "exec")
+
+
+@pytest.mark.model
+@pytest.mark.usefixtures("default_model")
+def test_readme_api_blocks_run() -> None:
+    pytest.importorskip("constrain.generation")
+    namespace: dict[str, Any] = {"__name__": "__readme__"}
+    for block in _readme_api_blocks():
+        exec(compile(block, "README.md", "exec"), namespace)  # noqa: S102
+    assert namespace["mood"] in ("positive", "negative")
+    assert isinstance(namespace["n"], int) and len(namespace["code"]) == 3
+    assert namespace["call"].invoked and namespace["sentiment"].render("x").endswith("x")
