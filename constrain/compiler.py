@@ -27,7 +27,7 @@ import numpy as np
 
 from . import cache
 from .automaton import Automaton, AutomatonOptions
-from .errors import GrammarError
+from .errors import GrammarError, RegexSyntaxError, TokenizerError
 from .grammar import Grammar, alt, byte_literal, literal
 from .masks import TokenMasks
 from .matcher import Matcher
@@ -126,6 +126,11 @@ class CompiledConstraint:
 
 def _compiled(kind: str, key: Any, vocab: Vocabulary, make_grammar: Any,
               options: AutomatonOptions | None) -> CompiledConstraint:
+    if not isinstance(vocab, Vocabulary):
+        raise TokenizerError(
+            f"expected a constrain.Vocabulary, got {type(vocab).__name__}; build one with "
+            "Vocabulary.from_hf(tokenizer) or Vocabulary.from_tiktoken(encoding)"
+        )
     return cache.memoized_compile(
         (kind, key, vocab.fingerprint, vocab.size, options),
         lambda: CompiledConstraint(make_grammar(), vocab, kind=kind, options=options),
@@ -145,6 +150,9 @@ def compile_regex(pattern: str, vocab: Vocabulary, *, unicode: bool = False,
     >>> m.advance(ord("4")), m.advance(ord("x")), m.advance(ord("2")), m.is_accepting()
     (True, False, True, True)
     """
+    if not isinstance(pattern, str):
+        raise RegexSyntaxError(f"a regex must be a str, not {type(pattern).__name__}",
+                               repr(pattern), 0)
     return _compiled(
         "regex", (pattern, unicode), vocab,
         lambda: Grammar.single(parse_regex(pattern, unicode=unicode)), options,
@@ -173,6 +181,10 @@ def compile_grammar(grammar: Grammar, vocab: Vocabulary, *,
                     options: AutomatonOptions | None = None) -> CompiledConstraint:
     """Constrain output to a grammar IR (see :mod:`constrain.grammar`); not memoized by
     content, since grammars are built in code: keep the returned object to share it."""
+    if not isinstance(grammar, Grammar):
+        raise GrammarError(f"expected a constrain.grammar.Grammar, got {type(grammar).__name__}")
+    if not isinstance(vocab, Vocabulary):
+        raise TokenizerError(f"expected a constrain.Vocabulary, got {type(vocab).__name__}")
     return CompiledConstraint(grammar, vocab, kind="grammar", options=options)
 
 
