@@ -337,7 +337,7 @@ class GenerativeFunction(Generic[T]):
     def __init__(self, fn: Callable[..., Any], options: Mapping[str, Any]) -> None:
         try:
             hints = typing.get_type_hints(fn, include_extras=True)
-        except Exception:  # forward references that cannot be resolved yet
+        except (NameError, TypeError):  # forward references that cannot be resolved yet
             hints = dict(getattr(fn, "__annotations__", {}))
         if "return" not in hints or hints["return"] is None:
             raise TypeError(f"@generative function {fn.__qualname__} needs a return annotation "

@@ -120,7 +120,8 @@ def _load_model(model: str | None) -> tuple[Any, Any]:
         lm = AutoModelForCausalLM.from_pretrained(str(folder), local_files_only=True, **gguf)
     except Exception as e:
         raise CliError(f"--model {model}: cannot load it: {type(e).__name__}: {e}") from e
-    return lm.eval(), tok
+    lm.eval()  # type: ignore[no-untyped-call]
+    return lm, tok
 
 
 def _read_template(value: str | None) -> str | None:
@@ -266,7 +267,7 @@ def _instance_text(value: str) -> str:
     path = Path(value)
     if len(value) < 4096 and "\n" not in value and path.is_file():
         text = path.read_text(encoding="utf-8")
-        return text[:-1] if text.endswith("\n") else text
+        return text.removesuffix("\n")
     return value
 
 

@@ -328,7 +328,7 @@ def _extract_one(spec: api.OutputSpec, record: Record, model: Any, tokenizer: An
                                model=model, tokenizer=tokenizer, **gen_kwargs)
     except (KeyboardInterrupt, MemoryError):
         raise
-    except Exception as e:  # one record's failure must not lose the others
+    except Exception as e:  # noqa: BLE001  (one record's failure must not lose the others)
         return {"id": record.id, "error": f"generation failed: {type(e).__name__}: {e}",
                 "raw": ""}, False
     stats.tokens += len(result.token_ids)

@@ -332,8 +332,8 @@ class Toolbox:
 
     def system_prompt(self) -> str:
         """Instructions listing the tools, for the system message of :meth:`choose`."""
-        lines = ["You can call exactly one of these tools. Reply with a JSON object "
-                 '{"tool": <tool name>, "arguments": {<arguments>}}.', "", "Tools:"]
+        lines = [("You can call exactly one of these tools. Reply with a JSON object "
+                  '{"tool": <tool name>, "arguments": {<arguments>}}.'), "", "Tools:"]
         for t in self:
             args = json.dumps(_without_titles(t.parameters).get("properties", {}))
             lines.append(f"- {t.name}: {t.description or '(no description)'} "

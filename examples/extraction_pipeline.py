@@ -14,7 +14,6 @@ from __future__ import annotations
 
 import tempfile
 from pathlib import Path
-from typing import Optional
 
 from pydantic import BaseModel, Field
 
@@ -26,8 +25,8 @@ class Contact(BaseModel):
     """A person mentioned in a short text."""
 
     name: str = Field(min_length=1, max_length=40)
-    email: Optional[str] = Field(default=None, max_length=60)
-    company: Optional[str] = Field(default=None, max_length=40)
+    email: str | None = Field(default=None, max_length=60)
+    company: str | None = Field(default=None, max_length=40)
 
 
 TEXTS = [

@@ -17,12 +17,13 @@ from typing_extensions import TypedDict  # pydantic needs it before Python 3.12
 
 pydantic = pytest.importorskip("pydantic")
 
-import constrain  # noqa: E402
-from constrain import api  # noqa: E402
-from constrain.api import Choice, Regex, generate_as, generative, output_spec  # noqa: E402
-from constrain.errors import SchemaError, ValidationFailure  # noqa: E402
-from constrain.tools import Tool, Toolbox, tool  # noqa: E402
-from model_support import default_model  # noqa: E402,F401
+from model_support import default_model  # noqa: F401
+
+import constrain
+from constrain import api
+from constrain.api import Choice, Regex, generate_as, generative, output_spec
+from constrain.errors import SchemaError, ValidationFailure
+from constrain.tools import Tool, Toolbox, tool
 
 
 class Address(pydantic.BaseModel):
@@ -33,7 +34,7 @@ class Address(pydantic.BaseModel):
 class Person(pydantic.BaseModel):
     name: str
     age: int
-    address: Optional[Address] = None
+    address: Address | None = None
 
 
 @dataclasses.dataclass
@@ -101,8 +102,8 @@ def fake(monkeypatch: pytest.MonkeyPatch) -> Any:
         (str, "json", {"type": "string"}),
         (list[int], "json", {"type": "array", "items": {"type": "integer"}}),
         (dict[str, int], "json", {"type": "object", "additionalProperties": {"type": "integer"}}),
-        (Optional[int], "json", {"anyOf": [{"type": "integer"}, {"type": "null"}]}),
-        (Union[int, str], "json", {"anyOf": [{"type": "integer"}, {"type": "string"}]}),
+        (Optional[int], "json", {"anyOf": [{"type": "integer"}, {"type": "null"}]}),  # noqa: UP045
+        (Union[int, str], "json", {"anyOf": [{"type": "integer"}, {"type": "string"}]}),  # noqa: UP007
         (Literal[1, 2], "json", {"enum": [1, 2], "type": "integer"}),
     ],
     ids=lambda v: getattr(v, "__name__", None) if isinstance(v, type) else None,
@@ -122,7 +123,7 @@ def test_python_types_map_to_json_schemas(output_type: Any, kind: str, schema: A
         (str, '"hi"', "hi"),
         (list[int], "[1, 2]", [1, 2]),
         (dict[str, int], '{"a": 1}', {"a": 1}),
-        (Optional[int], "null", None),
+        (Optional[int], "null", None),  # noqa: UP045
         (Point, '{"x": 1, "y": 2}', Point(1, 2)),
         (Movie, '{"title": "Up", "year": 2009}', {"title": "Up", "year": 2009}),
         (Level, "2", Level.HIGH),
@@ -375,7 +376,7 @@ def place_order(order: Order) -> int:
 
 
 @tool
-def relocate(address: "Address", note: str = "") -> str:
+def relocate(address: Address, note: str = "") -> str:
     """Move to a new address (a different tool also using Address)."""
     return address.city
 

@@ -17,11 +17,11 @@ from pathlib import Path
 from typing import Any
 
 import pytest
+from model_support import _model_cache_folder  # noqa: F401
 
 from constrain.api import validate_instance
 from constrain.errors import ValidationFailure
 from constrain.extract import build_prompt
-from model_support import _model_cache_folder  # noqa: F401
 
 pytestmark = [pytest.mark.model, pytest.mark.slow]
 
@@ -149,7 +149,7 @@ def cases() -> Cases:
 
 
 @pytest.fixture(scope="module")
-def lm(_model_cache_folder: Path) -> tuple[Any, Any]:
+def lm(_model_cache_folder: Path) -> tuple[Any, Any]:  # noqa: F811
     from constrain.assets import load_smollm2_model, load_smollm2_tokenizer
 
     return load_smollm2_model(_model_cache_folder), load_smollm2_tokenizer(_model_cache_folder)

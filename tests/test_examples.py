@@ -15,7 +15,6 @@ from pathlib import Path
 from typing import Any
 
 import pytest
-
 from model_support import default_model  # noqa: F401
 
 EXAMPLES = Path(__file__).resolve().parents[1] / "examples"
