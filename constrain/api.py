@@ -288,6 +288,13 @@ def _generate(spec: Any, prompt: Any, **kwargs: Any) -> Any:
     return generate(spec, prompt, **kwargs)
 
 
+def _generate_batch(specs: Any, prompts: Any, **kwargs: Any) -> Any:
+    """Indirection over :func:`constrain.generation.generate_batch` (tests replace it)."""
+    from .generation import generate_batch
+
+    return generate_batch(specs, prompts, **kwargs)
+
+
 @overload
 def generate_as(output_type: type[T], prompt: str | list[dict[str, str]], *,
                 model: Any = ..., tokenizer: Any = ..., **gen_kwargs: Any) -> T: ...

@@ -141,6 +141,8 @@ def cmd_extract(args: argparse.Namespace) -> int:
     output_type = _spec_from_args(args)
     spec = api.output_spec(output_type)
     template = _read_template(args.prompt_template)
+    if args.batch_size < 1:
+        raise CliError("--batch-size must be at least 1")
     try:
         records = extract.read_records(args.input, text_field=args.text_field)
     except (OSError, ValueError) as e:
@@ -163,7 +165,8 @@ def cmd_extract(args: argparse.Namespace) -> int:
                            "temperature": args.temperature, "seed": args.seed}
     stats = extract.run_extraction(
         spec, records, out, model=model, tokenizer=tokenizer, prompt_template=template,
-        limit=args.limit, retry_errors=args.retry_errors, progress=not args.quiet, **gen)
+        limit=args.limit, retry_errors=args.retry_errors, batch_size=args.batch_size,
+        progress=not args.quiet, **gen)
     _say(f"constrain extract: {stats.summary(out)}")
     return EXIT_INTERRUPTED if stats.interrupted else EXIT_OK
 
@@ -349,6 +352,8 @@ def build_parser() -> argparse.ArgumentParser:
                    help="user message with {text} (and optionally {schema}), or a file with one")
     p.add_argument("--text-field", default="text", help="JSONL field holding the text")
     p.add_argument("--limit", type=int, metavar="K", help="process at most K new records")
+    p.add_argument("--batch-size", type=int, default=4, metavar="B",
+                   help="records generated together (default 4; more throughput on CPU)")
     p.add_argument("--retry-errors", action="store_true",
                    help="drop error rows from the output and run those records again")
     p.add_argument("--quiet", "-q", action="store_true", help="no progress bar")

@@ -5,7 +5,7 @@
 ``default_model`` fixture points that cache at pytest's cache folder (the one
 ``tests/integrations`` uses for ``smollm2_model``) for the duration of a test, so the
 de-quantized weights are converted once per machine, not once per session. Import it into
-a test module with ``from model_support import default_model  # noqa: F401``.
+a test module with ``from model_support import _model_cache_folder, default_model``.
 """
 
 from __future__ import annotations

@@ -17,7 +17,7 @@ from typing_extensions import TypedDict  # pydantic needs it before Python 3.12
 
 pydantic = pytest.importorskip("pydantic")
 
-from model_support import default_model  # noqa: F401
+from model_support import _model_cache_folder, default_model  # noqa: F401
 
 import constrain
 from constrain import api

@@ -54,7 +54,11 @@ def fake_model(monkeypatch: pytest.MonkeyPatch, byte_vocab: Any) -> Any:
                 raise out
             return out if isinstance(out, FakeResult) else FakeResult(out)
 
+        def generate_batch(spec: Any, prompts: Any, **kwargs: Any) -> list[FakeResult]:
+            return [generate(spec, p, **kwargs) for p in prompts]
+
         monkeypatch.setattr(api, "_generate", generate)
+        monkeypatch.setattr(api, "_generate_batch", generate_batch)
         monkeypatch.setattr(cli, "_load_model", lambda model: (None, None))
         return calls
 
@@ -196,7 +200,7 @@ def test_extract_generation_failures(tmp_path: Path, fake_model: Any, capsys: An
     out = tmp_path / "out.jsonl"
     fake_model(lambda text: RuntimeError("model exploded"))
     assert cli.main(["extract", "--regex", "t[0-9]", "--input", str(inp), "--output",
-                     str(out), "-q"]) == 1
+                     str(out), "-q", "--batch-size", "1"]) == 1
     rows = _lines(out)
     assert len(rows) == 5 and all("model exploded" in r["error"] for r in rows)  # kept
     assert "stopping" in capsys.readouterr().err
@@ -217,8 +221,22 @@ def test_extract_interrupted_keeps_written_rows(tmp_path: Path, fake_model: Any)
 
     fake_model(answer)
     assert cli.main(["extract", "--regex", "[a-z]", "--input", str(inp), "--output",
-                     str(out), "-q"]) == 130
+                     str(out), "-q", "--batch-size", "1"]) == 130
     assert [r["id"] for r in _lines(out)] == [1, 2]
+
+
+def test_extract_in_batches_keeps_order_and_isolates_failures(tmp_path: Path,
+                                                              fake_model: Any) -> None:
+    inp = _write(tmp_path / "in.txt", "a\nb\nc\nd\ne\n")
+    out = tmp_path / "out.jsonl"
+    calls = fake_model(lambda text: RuntimeError("boom") if text.endswith("c") else text[-1])
+    assert cli.main(["extract", "--regex", "[a-z]", "--input", str(inp), "--output",
+                     str(out), "-q", "--batch-size", "2"]) == 0
+    rows = _lines(out)
+    assert [r["id"] for r in rows] == [1, 2, 3, 4, 5]
+    assert [r.get("output") for r in rows] == ["a", "b", None, None, "e"]
+    assert "boom" in rows[2]["error"] and "boom" in rows[3]["error"]  # c's batch-mate too
+    assert len(calls) == 4  # the fake batch stopped at c
 
 
 def test_done_ids_repairs_a_cut_last_line(tmp_path: Path) -> None:

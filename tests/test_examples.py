@@ -15,7 +15,7 @@ from pathlib import Path
 from typing import Any
 
 import pytest
-from model_support import default_model  # noqa: F401
+from model_support import _model_cache_folder, default_model  # noqa: F401
 
 EXAMPLES = Path(__file__).resolve().parents[1] / "examples"
 SCRIPTS = ["agent_tools.py", "extraction_pipeline.py"]
