@@ -1,39 +1,29 @@
 """Regex text (Python ``re`` syntax) → grammar IR.
 
-:func:`parse_regex` reads the syntax that Python's ``re`` accepts (which covers what JSON
-Schema ``pattern`` strings and users write) and returns an :data:`~constrain.grammar.Expr`
-whose language is the set of strings the regex *fully* matches. Decisions that differ from
-``re`` or that callers must know:
+:func:`parse_regex` reads what ``re`` accepts (which covers JSON Schema ``pattern`` strings and
+what users write) and returns an :data:`~constrain.grammar.Expr` for the strings the regex
+*fully* matches. Decisions callers must know:
 
-- **Full match.** ``^``/``\\A`` are accepted only where nothing can precede them (start of the
-  pattern, of a top-level alternative, of a leading group: ``^a$|^b$``, ``(^a|b)c``) and
-  ``$``/``\\Z`` only where nothing can follow them; there they are removed. ``$`` means the
-  end of the string (ECMA semantics), never "before a final newline" as in ``re``. An anchor
-  anywhere else, inside a repeat other than ``?``, or ``^``/``$`` under ``(?m)`` in search
-  mode, raises :class:`~constrain.errors.UnsupportedRegexError`.
-- **Search mode** (``search=True``, JSON Schema ``pattern`` semantics): the language is the
-  strings that *contain* a match. Each side that is not anchored gets ``ANY_CHAR*`` (which
-  includes newline; ``.`` in the pattern itself still excludes it unless ``(?s)``).
-  ``^a|b`` gives ``a.*|.*b.*``.
-- **Character classes.** ``\\d \\w \\s`` are ASCII by default (``re.ASCII``, which is also
-  what ECMA means): ``[0-9]``, ``[A-Za-z0-9_]``, ``[ \\t\\n\\r\\f\\v]``. With
-  ``unicode=True`` or ``(?u)`` they have Python's Unicode meaning; those sets are computed
-  once, on first use, and cached. ``(?a)`` forces ASCII.
-- **Case-insensitivity** (``(?i)``) reproduces ``re``: in ASCII mode only ``A-Z``/``a-z``
-  fold; in Unicode mode characters fold by Python's simple lowercase mapping plus ``re``'s
-  extra equivalences (``s``/``ſ``, ``k``/``K``...). Known gap: ``re``'s own quirks for
-  cased characters outside the BMP inside multi-item classes are not copied.
-- **Unsupported** (:class:`~constrain.errors.UnsupportedRegexError`, with the 0-based
-  position of the construct): ``\\b \\B``, backreferences, lookaround, conditionals,
-  atomic groups, possessive quantifiers (they change the language), ``(?t)``.
-- **Errors.** Malformed input raises :class:`~constrain.errors.RegexSyntaxError` with
-  ``re``'s message and, almost always, ``re``'s position (a bad range reports its first
-  character). A malformed pattern is always reported as malformed, even when it also
-  contains unsupported constructs. Repeat counts above :data:`MAX_REPEAT_COUNT` raise
-  :class:`~constrain.errors.ResourceLimitError`: they are valid but beyond our budget.
-- Bounded repeats stay one :class:`~constrain.grammar.Repeat` node, never expanded. The
-  parser uses an explicit stack, so long or deeply nested patterns never hit the recursion
-  limit.
+- **Anchors.** ``^``/``\\A`` are accepted only where nothing can precede them (start of the
+  pattern, of a top-level alternative or of a leading group: ``^a$|^b$``, ``(^a|b)c``), and
+  ``$``/``\\Z`` only where nothing can follow them; there they are removed. ``$`` is the end
+  of the string (ECMA), never "before a final newline" as in ``re``. Anchors elsewhere, in a
+  repeat other than ``?``, or under ``(?m)`` in search mode raise UnsupportedRegexError.
+- **Search mode** (``search=True``, JSON Schema ``pattern``): strings *containing* a match.
+  Each unanchored side gets ``ANY_CHAR*``, which includes newline (``.`` in the pattern
+  still excludes it unless ``(?s)``): ``^a|b`` gives ``a.*|.*b.*``.
+- **Classes.** ``\\d \\w \\s`` are ASCII by default (``re.ASCII``, and ECMA's meaning):
+  ``[0-9]``, ``[A-Za-z0-9_]``, ``[ \\t\\n\\r\\f\\v]``; ``unicode=True`` or ``(?u)`` gives
+  Python's Unicode sets, ``(?a)`` forces ASCII. ``(?i)`` folds case exactly as ``re`` does
+  (ASCII mode folds only ``A-Z``); see :mod:`constrain.charsets`.
+- **Unsupported** (UnsupportedRegexError with the construct's 0-based position): ``\\b \\B``,
+  backreferences, lookaround, conditionals, atomic groups, possessive quantifiers (they
+  change the language) and ``(?t)``.
+- **Errors.** Malformed input raises RegexSyntaxError with ``re``'s message and position
+  (except a bad range, reported at its first character), even if it also holds unsupported
+  constructs. Counts above :data:`MAX_REPEAT_COUNT` raise ResourceLimitError: valid, but
+  over budget. A bounded repeat stays one :class:`~constrain.grammar.Repeat` node, and the
+  parser keeps an explicit stack: long or deeply nested patterns never hit recursion limits.
 """
 
 from __future__ import annotations
@@ -578,10 +568,10 @@ class _Parser:
             return k
         try:
             gid = int(name)
-            if gid < 0:
-                raise ValueError
         except ValueError:
-            raise self.err(f"bad character in group name {name!r}", j) from None
+            gid = -1
+        if gid < 0:
+            raise self.err(f"bad character in group name {name!r}", j)
         if not gid:
             raise self.err("bad group number", j)
         if gid >= _MAXGROUPS:
