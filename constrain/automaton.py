@@ -20,8 +20,10 @@ engine can index them in bulk. ``max_states`` bounds memory with a clear error.
 
 from __future__ import annotations
 
+import sys
 import threading
-from collections.abc import Callable
+from collections.abc import Callable, Iterator
+from contextlib import contextmanager
 from dataclasses import dataclass
 
 import numpy as np
@@ -68,6 +70,10 @@ class Automaton:
     DEAD = 0
 
     def __init__(self, grammar: ir.Grammar, options: AutomatonOptions | None = None) -> None:
+        with _deep_recursion():
+            self._build(grammar, options)
+
+    def _build(self, grammar: ir.Grammar, options: AutomatonOptions | None) -> None:
         self.options = options or AutomatonOptions()
         self.grammar = grammar
         self._rule_index = {name: i for i, name in enumerate(grammar.rules)}
@@ -266,7 +272,7 @@ class Automaton:
                 todo.append(rest)
 
     def _compute_row(self, state: int) -> None:
-        with self._lock:
+        with self._lock, _deep_recursion():
             if self._rows[state, 0] >= 0:
                 return
             pieces: list[tuple[int, Stack]] = []
@@ -397,6 +403,22 @@ def _partition(pieces: list[tuple[int, Stack]]) -> list[tuple[int, set[Stack]]]:
             new_acc.append((bits, set(stacks)))
         acc = new_acc
     return acc
+
+
+_RECURSION_LIMIT = 20_000
+
+
+@contextmanager
+def _deep_recursion() -> Iterator[None]:
+    """Room for expressions nested a few thousand levels deep (conversion and derivatives
+    recurse once per nesting level; Python 3.11+ does not use the C stack for these).
+
+    The limit is raised process-wide and never lowered again: restoring it while another
+    thread is deep inside a derivative would break that thread.
+    """
+    if sys.getrecursionlimit() < _RECURSION_LIMIT:
+        sys.setrecursionlimit(_RECURSION_LIMIT)
+    yield
 
 
 def _disjoint(pieces: list[tuple[int, Stack]]) -> bool:
