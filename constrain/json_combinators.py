@@ -1,0 +1,285 @@
+"""``anyOf``, ``oneOf``, ``not``, ``if``/``then``/``else`` and the dependency keywords.
+
+A combinator is expanded *together with its sibling keywords* (the rest of the list being
+compiled), so branches merge structurally with their context: ``{"required": ["a"],
+"oneOf": [...]}`` compiles each branch with ``required`` already applied, and an object
+branch's properties join the context's. Then, per JSON type:
+
+- ``anyOf``: the union of the branches.
+- ``oneOf``: branches that are *disjoint* on a type (different types, disjoint finite value
+  sets, a required key whose values differ or that the other branch forbids, or scalar
+  languages with an empty intersection) are a plain union; overlapping ones become
+  ``Bi ∖ ∪ Bj`` with complements, exact when the parts are regular.
+- ``not X``: the context minus (context ∧ X).
+- ``if I then T else E``: (context ∧ I ∧ T) ∪ ((context ∧ E) ∖ (context ∧ I)); without
+  ``then`` no complement is needed: context ∧ (I ∪ E).
+- ``dependentRequired``/``dependentSchemas``/``dependencies``: for each key, a two-way
+  ``anyOf``: the key is absent, or it is present with its requirements.
+
+A complement needs a regular part (no rule reference). When the context merged with X is
+not regular for arrays or objects, the compiler refuses the keyword (or, with ``lenient``,
+drops it with a warning). Expansions multiply (``anyOf`` of 3 inside ``anyOf`` of 4 gives
+12 lists); beyond ``max_branch_product`` an ``anyOf`` is intersected as a language instead.
+
+>>> from constrain.automaton import Automaton
+>>> from constrain.json_compiler import Compiler
+>>> from constrain.json_schema import JsonSchemaOptions
+>>> s = {"oneOf": [{"type": "integer"}, {"minimum": 2}]}
+>>> a = Automaton(Compiler(s, JsonSchemaOptions()).grammar())
+>>> [a.matches(t) for t in (b"1", b"2", b"2.5", b'"x"')]
+[True, False, True, True]
+"""
+
+from __future__ import annotations
+
+import itertools
+from typing import TYPE_CHECKING, Any
+
+from .automaton import Automaton, AutomatonOptions
+from .errors import ResourceLimitError
+from .grammar import Expr, Grammar, alt, intersect
+from .json_literals import canonical, json_type
+from .json_nodes import Node
+from .json_typed import JSON_TYPES, NeedsRegular, Typed
+
+if TYPE_CHECKING:
+    from .json_compiler import Compiler
+
+__all__ = ["Combinators", "GROUP_KEYWORDS"]
+
+GROUP_KEYWORDS = ("dependentRequired", "dependentSchemas", "dependencies", "anyOf", "oneOf",
+                  "if", "not")
+"""Keywords expanded here, in this order."""
+
+_SCALARS = ("null", "boolean", "number", "string")
+_EMPTINESS_BUDGET = AutomatonOptions(max_states=2_000, max_terms=200_000)
+
+
+class Combinators:
+    """Expansion of combinators for one :class:`~constrain.json_compiler.Compiler`."""
+
+    def __init__(self, compiler: Compiler) -> None:
+        self.c = compiler
+        self.refs = compiler.refs
+
+    def expand(self, flat: list[Node], negative: bool) -> Typed | None:
+        """The language of ``flat`` if one of its schemas has a combinator, else ``None``."""
+        for keyword in GROUP_KEYWORDS:
+            for node in flat:
+                if node.has(keyword):
+                    return getattr(self, "_" + keyword)(flat, node, negative)
+        return None
+
+    # -- helpers -------------------------------------------------------------------------
+
+    @staticmethod
+    def _rest(flat: list[Node], node: Node, *keywords: str) -> list[Node]:
+        return [n.without(*keywords) if n is node else n for n in flat]
+
+    def _product(self, flat: list[Node]) -> int:
+        total = 1
+        for n in flat:
+            total *= max(len(n.get("anyOf", ())), 1) * max(len(n.get("oneOf", ())), 1)
+            total *= 2 if n.has("if") else 1
+        return total
+
+    # -- dependencies --------------------------------------------------------------------
+
+    def _dependent(self, flat: list[Node], node: Node, keyword: str, negative: bool) -> Typed:
+        deps = node.get(keyword)
+
+        def cases() -> dict[str, Any]:
+            branches = []
+            for key, need in deps.items():
+                absent = {"properties": {key: False}}
+                if isinstance(need, list):
+                    if need:
+                        branches.append({"anyOf": [absent, {"required": [key, *need]}]})
+                elif need is False:
+                    branches.append(absent)
+                elif need is not True:
+                    branches.append({"anyOf": [absent, {"required": [key], "allOf": [need]}]})
+            return {"allOf": branches}
+
+        case_node = self.c.synthetic(node, keyword, cases, keyword)
+        return self.c.value(self._rest(flat, node, keyword) + [case_node], negative)
+
+    def _dependentRequired(self, flat: list[Node], node: Node, negative: bool) -> Typed:
+        return self._dependent(flat, node, "dependentRequired", negative)
+
+    def _dependentSchemas(self, flat: list[Node], node: Node, negative: bool) -> Typed:
+        return self._dependent(flat, node, "dependentSchemas", negative)
+
+    def _dependencies(self, flat: list[Node], node: Node, negative: bool) -> Typed:
+        return self._dependent(flat, node, "dependencies", negative)
+
+    # -- anyOf / oneOf -------------------------------------------------------------------
+
+    def _branches(self, node: Node, keyword: str) -> list[Node]:
+        return [node.child(b, keyword, i) for i, b in enumerate(node.get(keyword))]
+
+    def _anyOf(self, flat: list[Node], node: Node, negative: bool) -> Typed:
+        rest = self._rest(flat, node, "anyOf")
+        branches = self._branches(node, "anyOf")
+        if self._product(flat) <= self.c.options.max_branch_product:
+            return self.refs.union(self.c.value(rest + [b], negative) for b in branches)
+        base = self.c.value(rest, negative)
+        options = self.refs.union(self.c.value([b], negative) for b in branches)
+        try:
+            return self.refs.intersect([base, options])
+        except NeedsRegular as e:
+            self.c.refuse("anyOf", node.pointer + "/anyOf",
+                          f"too many branch combinations to merge, and the {e.json_type} "
+                          f"branches are not regular")
+            return base
+
+    def _oneOf(self, flat: list[Node], node: Node, negative: bool) -> Typed:
+        rest = self._rest(flat, node, "oneOf")
+        branches = self._branches(node, "oneOf")
+        merged = self._product(flat) <= self.c.options.max_branch_product
+        base = None if merged else self.c.value(rest, negative)
+
+        def branch(i: int, polarity: bool) -> Typed:
+            if merged:
+                return self.c.value(rest + [branches[i]], polarity)
+            return self.c.value([branches[i]], polarity)
+
+        langs = [branch(i, negative) for i in range(len(branches))]
+        cuts: dict[int, Typed] = {}
+        parts: dict[str, Expr] = {}
+        full: set[str] = set()
+        for t in JSON_TYPES:
+            idx = [i for i, lang in enumerate(langs) if t in lang.parts]
+            if not idx:
+                continue
+            if len(idx) == 1:
+                parts[t] = langs[idx[0]].parts[t]
+                if t in langs[idx[0]].full:
+                    full.add(t)
+                continue
+            overlaps = {(i, j) for i, j in itertools.combinations(idx, 2)
+                        if not self.disjoint(langs[i], langs[j], t)}
+            if not overlaps:
+                parts[t] = alt(*(langs[i].parts[t] for i in idx))
+                continue
+            pieces = []
+            try:
+                for i in idx:
+                    others = [j for j in idx if (min(i, j), max(i, j)) in overlaps]
+                    for j in others:
+                        if j not in cuts:
+                            cuts[j] = branch(j, not negative)
+                    own = Typed({t: langs[i].parts[t]}, langs[i].full & {t},
+                                opaque=langs[i].opaque & {t})
+                    for j in others:
+                        piece = self.refs.minus(own, cuts[j], t)
+                        if piece is None:
+                            break
+                        own = Typed({t: piece})
+                    else:
+                        pieces.append(own.parts[t])
+            except NeedsRegular:
+                pair = min(overlaps)
+                self.c.refuse("oneOf", node.pointer + "/oneOf",
+                              f"branches {pair[0]} and {pair[1]} may both accept the same "
+                              f"{t} values, and those are recursive or free-form")
+                pieces = [langs[i].parts[t] for i in idx]
+            if pieces:
+                parts[t] = alt(*pieces)
+        result = Typed(parts, frozenset(full), _exactly_once(langs),
+                       opaque=frozenset(t for lang in langs for t in lang.opaque if t in parts))
+        if base is not None:
+            try:
+                return self.refs.intersect([base, result])
+            except NeedsRegular as e:
+                self.c.refuse("oneOf", node.pointer + "/oneOf",
+                              f"too many branch combinations to merge, and the {e.json_type} "
+                              f"branches are not regular")
+                return base
+        return result
+
+    def disjoint(self, a: Typed, b: Typed, t: str) -> bool:
+        """Whether no ``t`` value is in both (``False`` when unsure)."""
+        if t not in a.parts or t not in b.parts:
+            return True
+        if a.values is not None and b.values is not None:
+            mine = {canonical(v) for v in a.values if json_type(v) == t}
+            return not mine & {canonical(v) for v in b.values if json_type(v) == t}
+        if t == "object" and a.keys is not None and b.keys is not None:
+            for x, y in ((a, b), (b, a)):
+                assert x.keys is not None and y.keys is not None
+                for key, value in x.keys.required.items():
+                    if y.keys.forbids(key):
+                        return True
+                    other = y.keys.required.get(key)
+                    if other is not None and all(self.disjoint(value, other, u)
+                                                 for u in JSON_TYPES):
+                        return True
+        if t in _SCALARS and t not in a.opaque and t not in b.opaque:
+            return self._empty(intersect(a.parts[t], b.parts[t]))
+        return False
+
+    def _empty(self, expr: Expr) -> bool:
+        if self.refs.has_ref(expr):
+            return False
+        try:
+            return Automaton(Grammar.single(expr), _EMPTINESS_BUDGET).start == Automaton.DEAD
+        except ResourceLimitError:
+            return False
+
+    # -- not / if ------------------------------------------------------------------------
+
+    def _not(self, flat: list[Node], node: Node, negative: bool) -> Typed:
+        rest = self._rest(flat, node, "not")
+        excluded = node.child(node.get("not"), "not")
+        base = self.c.value(rest, negative)
+        cut = self.c.value(rest + [excluded], not negative)
+        return self._difference(base, cut, "not", excluded.pointer)
+
+    def _if(self, flat: list[Node], node: Node, negative: bool) -> Typed:
+        rest = self._rest(flat, node, "if", "then", "else")
+        condition = node.child(node.get("if"), "if")
+        then = node.child(node.get("then"), "then") if node.has("then") else None
+        other = node.child(node.get("else"), "else") if node.has("else") else None
+        if then is None and other is None:
+            return self.c.value(rest, negative)
+        if then is None:
+            assert other is not None
+            return self.refs.union([self.c.value(rest + [condition], negative),
+                                    self.c.value(rest + [other], negative)])
+        chosen = self.c.value(rest + [condition, then], negative)
+        otherwise = self.c.value(rest + ([other] if other is not None else []), negative)
+        cut = self.c.value(rest + [condition], not negative)
+        return self.refs.union([chosen, self._difference(otherwise, cut, "if",
+                                                         condition.pointer)])
+
+    def _difference(self, base: Typed, cut: Typed, keyword: str, pointer: str) -> Typed:
+        parts: dict[str, Expr] = {}
+        for t in base.types:
+            try:
+                part = self.refs.minus(base, cut, t)
+            except NeedsRegular:
+                self.c.refuse(keyword, pointer, f"its {t} part is recursive or free-form "
+                              "(has no regular complement)")
+                part = base.parts[t]
+            if part is not None:
+                parts[t] = part
+        return Typed(parts, frozenset(t for t in parts if t in base.full and t not in cut.parts),
+                     opaque=frozenset(t for t in parts if t in base.opaque))
+
+
+def _exactly_once(langs: list[Typed]) -> tuple[Any, ...] | None:
+    """The values in exactly one branch, when every branch is a finite set."""
+    if any(lang.values is None for lang in langs):
+        return None
+    counts: dict[Any, int] = {}
+    first: dict[Any, Any] = {}
+    for lang in langs:
+        for key in {canonical(v): None for v in lang.values or ()}:
+            counts[key] = counts.get(key, 0) + 1
+        for v in lang.values or ():
+            first.setdefault(canonical(v), v)
+    return tuple(first[k] for k, n in counts.items() if n == 1)
+
+
+

@@ -1,0 +1,669 @@
+"""The JSON Schema compiler proper: references, recursion, keyword dispatch, scalars.
+
+:class:`Compiler` turns lists of :class:`~constrain.json_nodes.Node` (the schemas one value
+must satisfy together) into :class:`~constrain.json_typed.Typed` languages:
+
+1. ``allOf`` and ``$ref`` are flattened into the list (a draft-04..07 ``$ref`` replaces its
+   schema); the list is the memo key, so a sub-schema used in many places is built once
+   and shared.
+2. A list that is being compiled and comes back (a ``$ref`` cycle) becomes references to
+   rules named after its JSON pointer, one per JSON type; the rules are defined when the
+   outer compilation finishes. Nothing is unrolled.
+3. ``enum``/``const`` make the language finite: each candidate is validated by
+   ``jsonschema`` against the whole list (so every other keyword, combinators included,
+   is applied exactly) and the survivors' literals are the language.
+4. ``anyOf``, ``oneOf``, ``not``, ``if`` and the dependency keywords are expanded by
+   :mod:`constrain.json_combinators`.
+5. The remaining keywords are merged per type: numbers (:mod:`constrain.json_numbers`),
+   strings (patterns, formats, lengths, :mod:`constrain.json_strings`), arrays
+   (:mod:`constrain.json_arrays`) and objects (:mod:`constrain.json_objects`).
+
+**Polarity.** A language built to be complemented (under ``not``, the other branches of a
+``oneOf``, the negation of an ``if``) must *contain* every text whose value the schema
+accepts, while a language used directly must *only* contain such texts. Where our languages
+differ from Python's ``re`` (``\\d`` and ``$``: see :meth:`Compiler.pattern`), the compiler
+builds the smaller language in positive position and the larger one in negative position,
+so the result is sound with ECMA-262 and with Python semantics alike.
+
+>>> from constrain.automaton import Automaton
+>>> from constrain.json_schema import JsonSchemaOptions
+>>> tree = {"type": "object", "properties": {"kids": {"type": "array", "items": {"$ref": "#"}}},
+...         "additionalProperties": False}
+>>> g = Compiler(tree, JsonSchemaOptions()).grammar()
+>>> Automaton(g).matches(b'{"kids": [{"kids": []}, {}]}'), sorted(g.rules)[:2]
+(True, ['root', 'schema:#.object'])
+"""
+
+from __future__ import annotations
+
+import warnings
+from dataclasses import dataclass
+from typing import TYPE_CHECKING, Any
+
+from jsonschema import validators
+
+from .errors import RegexSyntaxError, ResourceLimitError, UnsupportedRegexError
+from .errors import UnsupportedSchemaError
+from .grammar import (
+    ANY_CHAR,
+    NOTHING,
+    Expr,
+    Grammar,
+    alt,
+    complement,
+    intersect,
+    literal,
+    ref,
+    repeat,
+    seq,
+)
+from .json_arrays import ArraySpec, array_language, counted_array
+from .json_literals import canonical, float_spelled, integer_spelled, json_type
+from .json_literals import literal as literal_expr
+from .json_nodes import Dialect, Node
+from .json_numbers import NotExpressible, integer_expr, number_expr
+from .json_objects import (
+    MAX_PATTERNS,
+    Member,
+    ObjectSpec,
+    key_region,
+    object_language,
+    refs_in_intersection_supported,
+)
+from .json_syntax import ARRAY_RULE, OBJECT_RULE, JsonSyntax, whitespace_gap
+from .json_typed import EMPTY_TYPED, JSON_TYPES, NeedsRegular, ObjectKeys, RefTracker, Typed
+from .regex import parse_regex
+
+if TYPE_CHECKING:
+    from .json_schema import JsonSchemaOptions
+
+__all__ = ["Compiler", "SUPPORTED_KEYWORDS"]
+
+SUPPORTED_KEYWORDS = frozenset({
+    "type", "enum", "const", "$ref", "allOf", "anyOf", "oneOf", "not", "if", "then", "else",
+    "properties", "required", "additionalProperties", "patternProperties", "propertyNames",
+    "minProperties", "maxProperties", "dependentRequired", "dependentSchemas", "dependencies",
+    "items", "prefixItems", "additionalItems", "minItems", "maxItems", "contains",
+    "minContains", "maxContains", "uniqueItems", "minLength", "maxLength", "pattern", "format",
+    "minimum", "maximum", "exclusiveMinimum", "exclusiveMaximum", "multipleOf",
+})
+"""Every asserting keyword the compiler enforces; other asserting keywords of a dialect
+(``unevaluatedProperties``, ``unevaluatedItems``, ``$dynamicRef``, ``$recursiveRef``) are
+refused."""
+
+MAX_NESTING = 400
+"""Sub-schemas being compiled inside each other at once (a budget against pathological
+chains of merged schemas)."""
+
+_ALL_TYPES = frozenset({*JSON_TYPES, "integer"})
+
+
+@dataclass
+class _Active:
+    """A schema list being compiled; ``recursive`` once a reference came back to it."""
+
+    name: str
+    refs: Typed
+    recursive: bool = False
+
+
+class Compiler:
+    """One compilation of one schema document (see the module docstring)."""
+
+    def __init__(self, schema: Any, options: JsonSchemaOptions) -> None:
+        self.options = options
+        default = validators.validator_for({"$schema": options.default_dialect})
+        self.dialect = Dialect.for_schema(schema, default=default)
+        if self.dialect.name == "Draft3Validator":
+            raise UnsupportedSchemaError("$schema", "#", "draft-03 is not supported")
+        self.dialect.check_schema(schema)
+        self.root = self.dialect.root(schema)
+        if options.whitespace_pattern is not None:
+            gap = whitespace_gap(pattern=parse_regex(options.whitespace_pattern))
+        else:
+            gap = whitespace_gap(options.max_whitespace if options.whitespace == "flexible"
+                                 else 0)
+        self.syn = JsonSyntax(gap, options.escapes)
+        self.refs = RefTracker()
+        self.rules: dict[str, Expr] = {}
+        self._memo: dict[Any, Typed] = {}
+        self._active: dict[Any, _Active] = {}
+        self._names: set[str] = set()
+        self._patterns: dict[tuple[str, bool], Expr] = {}
+        self._warned: set[str] = set()
+        self._synthetic: dict[Any, Any] = {}
+        self._universe: Typed | None = None
+        self.refs_in_and = (options.property_order == "any"
+                            and refs_in_intersection_supported())
+        from .json_combinators import Combinators
+
+        self.combinators = Combinators(self)
+
+    # -- entry -------------------------------------------------------------------------
+
+    def grammar(self) -> Grammar:
+        """The grammar of the whole document (start rule ``root``)."""
+        typed = self.value([self.root])
+        name = self._fresh("root")
+        self.rules[name] = typed.expr()
+        return Grammar(dict(self.rules), name, {"dialect": self.dialect.name})
+
+    # -- errors and warnings -----------------------------------------------------------
+
+    def refuse(self, keyword: str, pointer: str, detail: str) -> None:
+        """Raise :class:`UnsupportedSchemaError`, or with ``lenient`` warn and return (the
+        caller then over-approximates by ignoring ``keyword``)."""
+        if not self.options.lenient:
+            raise UnsupportedSchemaError(keyword, pointer, detail)
+        from .json_schema import ApproximationWarning
+
+        warnings.warn(f"{keyword} at {pointer or '#'} is not enforced: {detail}",
+                      ApproximationWarning, stacklevel=4)
+
+    def warn_once(self, key: str, message: str, category: type[Warning]) -> None:
+        if key not in self._warned:
+            self._warned.add(key)
+            warnings.warn(message, category, stacklevel=4)
+
+    # -- lists of schemas --------------------------------------------------------------
+
+    def value(self, nodes: list[Node], negative: bool = False) -> Typed:
+        """The language of values satisfying every schema in ``nodes``."""
+        flat = self._flatten(nodes)
+        if flat is None:
+            return EMPTY_TYPED
+        key = (negative, tuple(n.key for n in flat))
+        found = self._memo.get(key)
+        if found is not None:
+            return found
+        active = self._active.get(key)
+        if active is not None:
+            active.recursive = True
+            return active.refs
+        if len(self._active) >= MAX_NESTING:
+            raise ResourceLimitError("schema_nesting", MAX_NESTING,
+                                     "the schema nests merged sub-schemas too deeply")
+        name = self._fresh("schema:" + (flat[0].pointer if flat else "#"))
+        types = self._possible_types(flat)
+        act = _Active(name, Typed({t: ref(f"{name}.{t}") for t in types}))
+        self._active[key] = act
+        try:
+            result = self._compile(flat, negative)
+        finally:
+            del self._active[key]
+        if act.recursive:
+            for t in types:
+                self.rules[f"{name}.{t}"] = result.parts.get(t, NOTHING)
+            result = Typed({t: ref(f"{name}.{t}") for t in result.types}, result.full,
+                           result.values, result.keys, result.opaque)
+        self._memo[key] = result
+        return result
+
+    def synthetic(self, node: Node, key: Any, make: Any, *path: str | int) -> Node:
+        """A compiler-made schema attached to ``node`` (built once, so memo keys hold)."""
+        full_key = (id(node.schema), node.base, key)
+        if full_key not in self._synthetic:
+            self._synthetic[full_key] = make()
+        return node.synthetic(self._synthetic[full_key], *path)
+
+    def _fresh(self, base: str) -> str:
+        name, i = base, 1
+        while name in self._names:
+            i += 1
+            name = f"{base}~{i}"
+        self._names.add(name)
+        return name
+
+    def _flatten(self, nodes: list[Node]) -> list[Node] | None:
+        """Expand ``$ref`` and ``allOf``; ``None`` if a ``false`` schema is among them."""
+        out: list[Node] = []
+        seen: set[Any] = set()
+        legacy = self.dialect.legacy_ref
+        keywords = self.dialect.keywords
+
+        def visit(node: Node) -> bool:
+            if node.key in seen:
+                return True
+            seen.add(node.key)
+            schema = node.schema
+            if schema is True:
+                return True
+            if schema is False:
+                return False
+            if legacy and "$ref" in schema and "$ref" not in node.skip:
+                return visit(node.resolve(schema["$ref"]))
+            if any(k in keywords and k not in node.skip and k not in ("$ref", "allOf")
+                   for k in schema):
+                out.append(node)
+            if node.has("$ref") and not visit(node.resolve(node.get("$ref"))):
+                return False
+            return all(visit(node.child(sub, "allOf", i))
+                       for i, sub in enumerate(node.get("allOf", ())))
+
+        for n in nodes:
+            if not visit(n):
+                return None
+        return out
+
+    def _possible_types(self, flat: list[Node]) -> tuple[str, ...]:
+        allowed = set(JSON_TYPES)
+        for n in flat:
+            declared = _declared_types(n)
+            if declared is not None:
+                allowed &= declared
+        return tuple(t for t in JSON_TYPES if t in allowed)
+
+    # -- one list ----------------------------------------------------------------------
+
+    def _compile(self, flat: list[Node], negative: bool) -> Typed:
+        for n in flat:
+            for k in n.schema:
+                if k in self.dialect.keywords and k not in n.skip and k not in SUPPORTED_KEYWORDS:
+                    self.refuse(k, f"{n.pointer}/{k}", "this keyword is not supported")
+                    flat = [m.without(k) if m is n else m for m in flat]
+        if not flat:
+            return self.universe()
+        if any(n.has("enum") or n.has("const") for n in flat):
+            return self._finite(flat)
+        expanded = self.combinators.expand(flat, negative)
+        if expanded is not None:
+            return expanded
+        return self._merge(flat, negative)
+
+    def universe(self) -> Typed:
+        """Any JSON value."""
+        if self._universe is None:
+            self.rules.update(self.syn.universe_rules())
+            syn = self.syn
+            self._universe = Typed({
+                "null": syn.null, "boolean": alt(syn.true, syn.false), "number": syn.number,
+                "string": syn.string, "array": ref(ARRAY_RULE), "object": ref(OBJECT_RULE),
+            }, frozenset(JSON_TYPES))
+        return self._universe
+
+    def _is_universe(self, expr: Expr, json_type: str) -> bool:
+        return self._universe is not None and self._universe.parts[json_type] is expr
+
+    def _finite(self, flat: list[Node]) -> Typed:
+        source = next(n for n in flat if n.has("enum") or n.has("const"))
+        candidates = [source.get("const")] if source.has("const") else list(source.get("enum"))
+        parts: dict[str, list[Expr]] = {}
+        kept: list[Any] = []
+        seen: set[Any] = set()
+        for value in candidates:
+            key = canonical(value)
+            if key in seen:
+                continue
+            seen.add(key)
+            exprs = []
+            for variant, expr in self._spellings(value):
+                if all(self.dialect.is_valid(n, variant) for n in flat):
+                    exprs.append(expr)
+            if exprs:
+                kept.append(value)
+                parts.setdefault(json_type(value), []).extend(exprs)
+        return Typed({t: alt(*es) for t, es in parts.items()}, values=tuple(kept))
+
+    def _spellings(self, value: Any) -> list[tuple[Any, Any]]:
+        """(parsed variant, its texts): a number's integer and float spellings parse to
+        different Python types, which ``jsonschema`` may treat differently."""
+        if isinstance(value, bool) or not isinstance(value, (int, float)):
+            return [(value, literal_expr(self.syn, value))]
+        out: list[tuple[Any, Any]] = []
+        if isinstance(value, int) or value.is_integer():
+            out.append((int(value), integer_spelled(int(value))))
+        if isinstance(value, int) and abs(value) >= 2**53:
+            return out  # its float would be another number
+        out.append((float(value), float_spelled(value)))
+        return out
+
+    # -- merged keywords per type ------------------------------------------------------
+
+    def _merge(self, flat: list[Node], negative: bool) -> Typed:
+        allowed = set(_ALL_TYPES)
+        for n in flat:
+            declared = _declared_types(n, integer=True)
+            if declared is not None:
+                allowed &= declared
+        parts: dict[str, Expr] = {}
+        full: set[str] = set()
+        values: list[Any] | None = []
+        keys: ObjectKeys | None = None
+        syn = self.syn
+        if "null" in allowed:
+            parts["null"] = syn.null
+            full.add("null")
+            values.append(None)
+        if "boolean" in allowed:
+            parts["boolean"] = alt(syn.true, syn.false)
+            full.add("boolean")
+            values.extend((True, False))
+        if "number" in allowed or "integer" in allowed:
+            number, is_full = self._number(flat, "number" not in allowed)
+            if number is not NOTHING:
+                parts["number"] = number
+                if is_full:
+                    full.add("number")
+                values = None
+        if "string" in allowed:
+            string = self._string(flat, negative)
+            parts["string"] = string
+            if string is syn.string:
+                full.add("string")
+            values = None
+        if "array" in allowed:
+            array = self._array(flat, negative)
+            if array is not NOTHING:
+                parts["array"] = array
+                if self._is_universe(array, "array"):
+                    full.add("array")
+                values = None
+        opaque: set[str] = set()
+        if "object" in allowed:
+            obj, keys = self._object(flat, negative)
+            if obj is None:
+                parts["object"] = self.universe().parts["object"]
+                opaque.add("object")
+            elif obj is not NOTHING:
+                parts["object"] = obj
+                if self._is_universe(obj, "object"):
+                    full.add("object")
+            values = None
+        return Typed(parts, frozenset(full), tuple(values) if values is not None else None,
+                     keys, frozenset(opaque))
+
+    def _number(self, flat: list[Node], integer: bool) -> tuple[Expr, bool]:
+        draft4 = not self.dialect.integer_floats
+        lower: tuple[Any, bool] | None = None
+        upper: tuple[Any, bool] | None = None
+        multiples: list[tuple[Any, Node]] = []
+        for n in flat:
+            for value, exclusive, is_lower in _bounds(n, draft4):
+                bound = (value, exclusive)
+                if is_lower:
+                    lower = bound if lower is None else _tighter(lower, bound, lower=True)
+                else:
+                    upper = bound if upper is None else _tighter(upper, bound, lower=False)
+            if n.has("multipleOf"):
+                multiples.append((n.get("multipleOf"), n))
+        if lower is None and upper is None and not multiples and not integer:
+            return self.syn.number, True
+        kwargs: dict[str, Any] = {
+            "minimum": lower[0] if lower else None, "maximum": upper[0] if upper else None,
+            "exclusive_minimum": bool(lower and lower[1]),
+            "exclusive_maximum": bool(upper and upper[1]),
+        }
+        exprs = []
+        for multiple, node in (multiples or [(None, None)]):
+            try:
+                exprs.append(self._numbers(integer, multiple, kwargs))
+            except NotExpressible as e:
+                assert node is not None
+                self.refuse("multipleOf", node.pointer + "/multipleOf", e.reason)
+        if not exprs:  # every multipleOf was refused leniently
+            exprs.append(self._numbers(integer, None, kwargs))
+        return (exprs[0] if len(exprs) == 1 else intersect(*exprs)), False
+
+    def _numbers(self, integer: bool, multiple: Any, bounds: dict[str, Any]) -> Expr:
+        if not integer:
+            return number_expr(multiple_of=multiple, **bounds)
+        ints = integer_expr(multiple_of=multiple, **bounds)
+        if not self.dialect.integer_floats:
+            return ints
+        # Since draft 6 an integral float is an integer. json_numbers' complete set of such
+        # spellings derives slowly (one alternative per exponent); this subset holds every
+        # float json.dumps writes for an integral value (``3.0``, ``1e+16``).
+        return alt(ints, intersect(number_expr(multiple_of=multiple, **bounds),
+                                   _integral_floats()))
+
+    def _string(self, flat: list[Node], negative: bool) -> Expr:
+        low = max((n.get("minLength", 0) for n in flat), default=0)
+        highs = [n.get("maxLength") for n in flat if n.has("maxLength")]
+        high = min(highs) if highs else None
+        decoded: list[Expr] = []
+        if low > 0 or high is not None:
+            if high is not None and high < low:
+                return NOTHING
+            decoded.append(repeat(ANY_CHAR, low, high))
+        for n in flat:
+            if n.has("pattern"):
+                e = self.pattern(n.get("pattern"), f"{n.pointer}/pattern", negative)
+                if e is not None:
+                    decoded.append(e)
+            if n.has("format"):
+                e = self.format(n.get("format"), f"{n.pointer}/format")
+                if e is not None:
+                    decoded.append(e)
+        if not decoded:
+            return self.syn.string
+        return self.syn.strings.string(decoded[0] if len(decoded) == 1 else intersect(*decoded))
+
+    def pattern(self, pattern: str, pointer: str, negative: bool) -> Expr | None:
+        """The strings containing a match of ``pattern`` (decoded).
+
+        Positive: ECMA-262 meaning (``\\d`` is ASCII, ``$`` is the end), contained in
+        Python's. Negative: Python's Unicode ``\\d\\w\\s``, and when the pattern has a ``$``
+        also every string ending in a newline (Python's ``$`` matches before one), which
+        contains both. ``None`` when refused leniently.
+        """
+        key = (pattern, negative)
+        if key in self._patterns:
+            return self._patterns[key]
+        try:
+            expr = parse_regex(pattern, search=True, unicode=negative)
+        except (UnsupportedRegexError, RegexSyntaxError, ResourceLimitError) as e:
+            self.refuse("pattern", pointer, str(e))
+            self._patterns[key] = None  # type: ignore[assignment]
+            return None
+        if negative and "$" in pattern:
+            expr = alt(expr, seq(repeat(ANY_CHAR, 0, None), literal("\n")))
+        self._patterns[key] = expr
+        return expr
+
+    def format(self, name: str, pointer: str) -> Expr | None:
+        """The decoded language of format ``name`` (``None``: unknown, any string)."""
+        from .json_schema import UnknownFormatWarning
+
+        try:
+            from .json_formats import format_expr
+        except ImportError:
+            self.refuse("format", pointer, "format languages (constrain.json_formats) are "
+                        "not available")
+            return None
+
+        expr = format_expr(name)
+        if expr is None:
+            self.warn_once("format:" + name,
+                           f"unknown format {name!r} at {pointer}: any string is accepted",
+                           UnknownFormatWarning)
+        return expr
+
+    def _array(self, flat: list[Node], negative: bool) -> Expr:
+        spec = ArraySpec.merge(flat)
+        if not (spec.splits or spec.contains or spec.min_items or spec.max_items is not None
+                or spec.unique):
+            return self.universe().parts["array"]
+        n = spec.prefix_length
+        positions = [self.value(spec.position_nodes(i), negative) for i in range(n)]
+        rest = self.value(spec.position_nodes(n), negative)
+        base = array_language(self.syn, [p.expr() for p in positions], rest.expr(),
+                              spec.min_items, spec.max_items)
+        conjuncts = [base]
+        elements = self.refs.union([*positions, rest])
+        for c in spec.contains:
+            if c.low == 0 and c.high is None:
+                continue
+            pointer = c.node.pointer
+            mine = self.value([c.node], negative)
+            cut = self.value([c.node], not negative)
+            try:
+                other = self.refs.difference(elements, cut)
+            except NeedsRegular as e:
+                self.refuse("contains", pointer,
+                            f"its {e.json_type} elements are recursive or free-form")
+                continue
+            conjuncts.append(counted_array(self.syn, other.expr(), mine.expr(), c.low, c.high))
+        if spec.unique is not None and (spec.max_items is None or spec.max_items > 1):
+            unique = self._unique(spec.unique, elements)
+            if unique is not None:
+                conjuncts.extend(unique)
+        if len(conjuncts) == 1:
+            return base
+        if any(self.refs.has_ref(c) for c in conjuncts):
+            keyword = "contains" if spec.contains else "uniqueItems"
+            self.refuse(keyword, flat[0].pointer, "the array's elements are recursive or "
+                        "free-form, so they cannot be counted")
+            return base
+        return intersect(*conjuncts)
+
+    def _unique(self, node: Node, elements: Typed) -> list[Expr] | None:
+        pointer = node.pointer + "/uniqueItems"
+        if elements.values is None:
+            self.refuse("uniqueItems", pointer, "exact only when every element comes from a "
+                        "small finite set of values (enum, const, boolean, null)")
+            return None
+        values: dict[Any, Any] = {}
+        for v in elements.values:
+            values.setdefault(canonical(v), v)
+        if len(values) > self.options.max_unique_values:
+            self.refuse("uniqueItems", pointer, f"{len(values)} possible element values "
+                        f"(max_unique_values={self.options.max_unique_values})")
+            return None
+        texts = {k: literal_expr(self.syn, v, all_spellings=True) for k, v in values.items()}
+        return [counted_array(self.syn, alt(*(e for j, e in texts.items() if j != k)), texts[k],
+                              0, 1) for k in texts]
+
+    def _object(self, flat: list[Node], negative: bool) -> tuple[Expr | None, ObjectKeys | None]:
+        """The object part (``None``: not regular, in negative position) and key facts."""
+        options = self.options
+        spec = ObjectSpec.merge(flat, options.strict_additional_properties)
+        if not (spec.properties or spec.patterns or spec.additional or spec.required
+                or spec.names or spec.min_properties or spec.max_properties is not None):
+            return self.universe().parts["object"], None
+        syn = self.syn
+        listed_keys = spec.listed_keys()
+        listed: list[Member] = []
+        required_values: dict[str, Typed] = {}
+        allowed: set[str] = set()
+        for key in listed_keys:
+            value = self.value(spec.value_nodes(key), negative)
+            if spec.names and not all(self.dialect.is_valid(n, key) for n in spec.names):
+                value = EMPTY_TYPED
+            if value.is_empty():
+                if key in spec.required:
+                    return NOTHING, None
+                continue
+            allowed.add(key)
+            if key in spec.required:
+                required_values[key] = value
+            listed.append(Member(syn.strings.literal(key), value.expr(), key in spec.required))
+        extras: list[Member] = []
+        if len(spec.patterns) > MAX_PATTERNS:
+            self.refuse("patternProperties", flat[0].pointer,
+                        f"more than {MAX_PATTERNS} patterns in one object")
+        else:
+            extras = self._extras(spec, listed_keys, negative)
+        order = "any" if negative or options.property_order == "any" else "schema"
+        refs = any(self.refs.has_ref(m.value) for m in (*listed, *extras))
+        keys = ObjectKeys(required_values, frozenset(allowed), not extras)
+        low, high = spec.min_properties, spec.max_properties
+        intersection_ok = not refs or (self.refs_in_and and order == "any")
+        expr = object_language(syn, listed, extras, low, high, order=order,
+                               intersection_ok=intersection_ok)
+        if expr is None and negative:
+            return None, None  # opaque: stands in as every object
+        if expr is None and order == "any":
+            # Values are rules and the automaton cannot intersect them: let optional keys
+            # repeat rather than impose an order (see json_objects).
+            expr = object_language(syn, listed, extras, low, high, order="repeatable",
+                                   intersection_ok=False)
+            if expr is None and not (low or high is not None):
+                expr = object_language(syn, listed, extras, low, high, order="schema")
+        if expr is None:
+            keyword = "minProperties" if low else "maxProperties"
+            self.refuse(keyword, flat[0].pointer, "the object's values are recursive or "
+                        "free-form, so its members cannot be counted")
+            expr = object_language(syn, listed, extras, 0, None, order="repeatable",
+                                   intersection_ok=False) or object_language(
+                syn, listed, extras, 0, None, order="schema")
+        assert expr is not None
+        return expr, keys
+
+    def _extras(self, spec: ObjectSpec, listed_keys: list[str], negative: bool) -> list[Member]:
+        names: Expr | None = None
+        if spec.names:
+            typed = self.value(spec.names, negative)
+            if "string" not in typed.parts:
+                return []
+            if "string" not in typed.full:
+                names = typed.parts["string"]
+        extras = []
+        for region in spec.regions():
+            value = self.value(spec.region_nodes(region), negative)
+            if value.is_empty():
+                continue
+            matched, unmatched = [], []
+            for p in spec.patterns:
+                pointer = f"{spec.patterns[p][0].pointer}"
+                e = self.pattern(p, pointer, negative if p in region else not negative)
+                if e is None:  # refused leniently: keys of this region cannot be told apart
+                    break
+                (matched if p in region else unmatched).append(e)
+            else:
+                key = key_region(self.syn, listed_keys, matched, unmatched)
+                if names is not None:
+                    key = intersect(key, names)
+                extras.append(Member(key, value.expr()))
+        return extras
+
+
+_INTEGRAL_FLOATS: list[Expr] = []
+
+
+def _integral_floats() -> Expr:
+    """``3.0``, ``-12.000``, and exponent forms ``d.ddd e+k`` with k >= 16 and at most 16
+    fraction digits (always integral; k <= 307 keeps them finite)."""
+    if not _INTEGRAL_FLOATS:
+        _INTEGRAL_FLOATS.append(parse_regex(
+            r"-?(0|[1-9][0-9]*)\.0+"
+            r"|-?[1-9](\.[0-9]{1,16})?[eE]\+?0*(1[6-9]|[2-9][0-9]|[12][0-9][0-9]|30[0-7])"))
+    return _INTEGRAL_FLOATS[0]
+
+
+def _declared_types(node: Node, integer: bool = False) -> set[str] | None:
+    declared = node.get("type")
+    if declared is None:
+        return None
+    names = {declared} if isinstance(declared, str) else set(declared)
+    if integer:
+        if "number" in names:
+            names.add("integer")
+        return names
+    return {"number" if t == "integer" else t for t in names}
+
+
+def _bounds(node: Node, draft4: bool) -> list[tuple[Any, bool, bool]]:
+    """(value, exclusive, is_lower) for each numeric bound of ``node``."""
+    out = []
+    for keyword, exclusive_kw, is_lower in (("minimum", "exclusiveMinimum", True),
+                                            ("maximum", "exclusiveMaximum", False)):
+        if node.has(keyword):
+            out.append((node.get(keyword), draft4 and node.get(exclusive_kw) is True, is_lower))
+        if not draft4 and node.has(exclusive_kw):
+            out.append((node.get(exclusive_kw), True, is_lower))
+    return out
+
+
+def _decimal(value: Any) -> Any:
+    from decimal import Decimal
+    from fractions import Fraction
+
+    return Fraction(Decimal(repr(value))) if isinstance(value, float) else Fraction(value)
+
+
+def _tighter(a: tuple[Any, bool], b: tuple[Any, bool], lower: bool) -> tuple[Any, bool]:
+    va, vb = _decimal(a[0]), _decimal(b[0])
+    if va == vb:
+        return a if a[1] else b
+    return (a if va > vb else b) if lower else (a if va < vb else b)
+

@@ -1,0 +1,168 @@
+"""Sub-schemas with their reference scope: the compiler's unit of input.
+
+A :class:`Node` is one (sub-)schema together with the ``referencing`` resolver in force
+where it sits (so ``$ref`` resolves exactly as ``jsonschema`` resolves it, ``$id`` scopes
+and ``$anchor`` included), its JSON pointer for error messages, and the keywords a
+combinator split has already taken care of. A :class:`Dialect` wraps the ``jsonschema``
+validator class of the document: which keywords assert, whether ``$ref`` hides its
+siblings (drafts 4 to 7), and a validator for checking concrete values.
+
+>>> d = Dialect.for_schema({"$schema": "http://json-schema.org/draft-07/schema#"})
+>>> d.name, d.legacy_ref, "dependencies" in d.keywords
+('Draft7Validator', True, True)
+>>> root = d.root({"definitions": {"a~b": {"type": "string"}}})
+>>> root.resolve("#/definitions/a~0b").schema, root.child({"type": "null"}, "not").pointer
+({'type': 'string'}, '#/not')
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+from typing import Any
+from urllib.parse import urljoin
+
+import referencing.exceptions
+import referencing.jsonschema
+from jsonschema import Draft202012Validator, FormatChecker, validators
+
+from .errors import SchemaError
+
+__all__ = ["Dialect", "Node", "escape_pointer"]
+
+
+def escape_pointer(token: str | int) -> str:
+    """One JSON pointer reference token (``~`` and ``/`` escaped)."""
+    return str(token).replace("~", "~0").replace("/", "~1")
+
+
+class Dialect:
+    """What the document's ``$schema`` (or the default dialect) means for compilation."""
+
+    def __init__(self, validator_class: Any) -> None:
+        self.validator_class = validator_class
+        self.name: str = validator_class.__name__
+        companions = set()
+        if self.name in ("Draft3Validator", "Draft4Validator"):
+            companions |= {"exclusiveMinimum", "exclusiveMaximum"}  # booleans read by min/max
+        if "if" in validator_class.VALIDATORS:
+            companions |= {"then", "else"}
+        if "dependentRequired" in validator_class.VALIDATORS:
+            companions |= {"minContains", "maxContains"}  # read by contains since 2019-09
+        self.keywords: frozenset[str] = frozenset(validator_class.VALIDATORS) | companions
+        """Keywords that assert in this dialect (with the ones another keyword reads); every
+        other keyword is ignored, as ``jsonschema`` ignores it."""
+        self.legacy_ref = self.name in ("Draft3Validator", "Draft4Validator",
+                                        "Draft6Validator", "Draft7Validator")
+        """Drafts 4 to 7: a schema with ``$ref`` is only its reference."""
+        self.integer_floats = self.name not in ("Draft3Validator", "Draft4Validator")
+        """Since draft 6, ``1.0`` is an integer (drafts 3 and 4 want an ``int``)."""
+        meta = validator_class.META_SCHEMA
+        self.specification = referencing.jsonschema.specification_with(
+            meta.get("$id") or meta.get("id") or meta.get("$schema", ""))
+        self._validator: Any = None
+
+    @classmethod
+    def for_schema(cls, schema: Any, default: Any = Draft202012Validator) -> Dialect:
+        """The dialect ``jsonschema`` would use for ``schema``."""
+        if isinstance(schema, dict):
+            return cls(validators.validator_for(schema, default=default))
+        return cls(default)
+
+    def check_schema(self, schema: Any) -> None:
+        """Raise :class:`SchemaError` (with the JSON pointer) if ``schema`` fails its
+        metaschema."""
+        import jsonschema.exceptions
+
+        try:
+            self.validator_class.check_schema(schema)
+        except jsonschema.exceptions.SchemaError as e:
+            pointer = "#" + "".join("/" + escape_pointer(p) for p in e.absolute_path)
+            raise SchemaError(f"invalid schema: {e.message}", pointer, str(e.validator)) from e
+
+    def root(self, schema: Any) -> Node:
+        """The root node of ``schema``, with the resolver ``jsonschema`` itself builds."""
+        self._validator = self.validator_class(schema, format_checker=FormatChecker())
+        resolver = self._validator._resolver  # jsonschema's own: identical resolution
+        return Node(schema, resolver, _base_of(resolver), "#", self)
+
+    def is_valid(self, node: Node, instance: Any) -> bool:
+        """Whether ``instance`` validates against ``node`` (formats checked)."""
+        if self._validator is None:  # pragma: no cover - root() is always called first
+            raise RuntimeError("Dialect.root() must be called first")
+        validator = self._validator.evolve(schema=node.schema, _resolver=node.resolver)
+        return bool(validator.is_valid(instance))
+
+
+def _base_of(resolver: Any) -> str:
+    # referencing keeps the base URI private; it only serves as part of a memo key here.
+    return str(getattr(resolver, "_base_uri", ""))
+
+
+@dataclass(frozen=True, eq=False)
+class Node:
+    """A sub-schema in its reference scope (see the module docstring)."""
+
+    schema: Any
+    resolver: Any
+    base: str
+    pointer: str
+    dialect: Dialect = field(repr=False)
+    skip: frozenset[str] = frozenset()
+
+    @property
+    def key(self) -> tuple[int, str, frozenset[str]]:
+        """Identity of what this node asserts (same sub-schema, scope and skipped keywords)."""
+        return (id(self.schema), self.base, self.skip)
+
+    def get(self, keyword: str, default: Any = None) -> Any:
+        """The value of an asserting ``keyword`` of this node (``default`` when absent,
+        skipped, or not a keyword of the dialect)."""
+        if not isinstance(self.schema, dict) or keyword in self.skip:
+            return default
+        if keyword not in self.schema or keyword not in self.dialect.keywords:
+            return default
+        return self.schema[keyword]
+
+    def has(self, keyword: str) -> bool:
+        return self.get(keyword, _MISSING) is not _MISSING
+
+    def without(self, *keywords: str) -> Node:
+        """This node with ``keywords`` marked as handled."""
+        return Node(self.schema, self.resolver, self.base, self.pointer, self.dialect,
+                    self.skip | frozenset(keywords))
+
+    def child(self, value: Any, *path: str | int) -> Node:
+        """The sub-schema ``value`` found at ``path`` below this node."""
+        resolver, base = self.resolver, self.base
+        if isinstance(value, dict):
+            resource = self.dialect.specification.create_resource(value)
+            ident = resource.id()
+            if isinstance(ident, str):
+                resolver = resolver.in_subresource(resource)
+                base = urljoin(base, ident)
+        pointer = self.pointer + "".join("/" + escape_pointer(p) for p in path)
+        return Node(value, resolver, base, pointer, self.dialect)
+
+    def synthetic(self, value: Any, *path: str | int) -> Node:
+        """A schema made by the compiler for this node (e.g. a case of ``dependentRequired``);
+        its pointer is the keyword it came from."""
+        return self.child(value, *path)
+
+    def resolve(self, ref: str, keyword: str = "$ref") -> Node:
+        """The node ``ref`` points to, in its own scope."""
+        try:
+            resolved = self.resolver.lookup(ref)
+        except referencing.exceptions.Unresolvable as e:
+            raise SchemaError(f"cannot resolve {keyword} {ref!r}", self.pointer + "/" + keyword,
+                              keyword) from e
+        target = resolved.contents
+        resolver = resolved.resolver
+        if isinstance(target, dict):
+            resource = self.dialect.specification.create_resource(target)
+            if isinstance(resource.id(), str):
+                resolver = resolver.in_subresource(resource)
+        pointer = ref if ref.startswith("#") else urljoin(self.base, ref)
+        return Node(target, resolver, _base_of(resolver), pointer, self.dialect)
+
+
+_MISSING = object()

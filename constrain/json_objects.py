@@ -1,0 +1,348 @@
+"""JSON objects: merging object keywords and building exact member-order languages.
+
+**What is merged.** The object keywords of every schema in an ``allOf`` (after ``$ref``) are
+merged into one :class:`ObjectSpec`, keeping each schema's own ``additionalProperties``
+scope: a key's value must satisfy every ``properties`` entry for it, every matching
+``patternProperties`` schema, and the ``additionalProperties`` of each schema in which it
+is neither listed nor matched. Keys that are not listed anywhere are split into *regions*
+by the patterns they match (at most :data:`MAX_PATTERNS` patterns, so at most 64 regions).
+
+**Member order.** A JSON object is a sequence of members; the parsed value does not depend
+on their order. The ``"any"`` order accepts the members in every order, listed keys at most
+once, required keys exactly once, and the number of members within
+``minProperties``..``maxProperties``. Up to :data:`MAX_SUBSET_KEYS` listed keys this is one
+explicit automaton over the set of keys written so far (shared nodes, no intersection);
+beyond, it is the intersection of one such automaton per group of :data:`GROUP_KEYS` keys
+(each lets the other members occur freely) and a counting language, never a union over
+all key subsets, so its size stays linear in the groups and the automaton explores only
+the orders decoding takes. An intersection may not contain a rule reference (a free-form
+value, recursion) unless the automaton supports references that stay aligned across the
+intersected languages (:func:`refs_in_intersection_supported`). For large objects with such
+values the compiler falls back to ``"repeatable"``: any order, required keys exactly once,
+other listed keys any number of times (duplicates are valid JSON; Python's ``json`` keeps
+the last one and each occurrence's value is checked, so the parsed object still validates).
+``"schema"`` (option ``property_order="schema"``) wants listed keys in schema order (first
+appearance across the merged schemas) with unlisted keys anywhere between them.
+
+Keys that are not listed are not checked for duplicates (no regular language can compare
+arbitrary keys); Python's ``json`` keeps the last duplicate, and every duplicate's value is
+checked, so accepted text still validates unless ``minProperties`` counts a duplicate.
+
+>>> from constrain.automaton import Automaton
+>>> from constrain.grammar import Grammar, literal
+>>> from constrain.json_syntax import JsonSyntax, whitespace_gap
+>>> syn = JsonSyntax(whitespace_gap(0))
+>>> a_b = [Member(syn.strings.literal(k), literal("1"), required=(k == "a")) for k in "ab"]
+>>> a = Automaton(Grammar.single(object_language(syn, a_b, [], 0, None)))
+>>> [a.matches(s) for s in (b'{"b":1,"a":1}', b'{"a":1}', b'{"b":1}', b'{"a":1,"a":1}')]
+[True, True, False, False]
+"""
+
+from __future__ import annotations
+
+import itertools
+import re
+from collections.abc import Callable, Sequence
+from dataclasses import dataclass, field
+from typing import Any
+
+from .grammar import (
+    ANY_CHAR,
+    EMPTY,
+    NOTHING,
+    Alt,
+    Expr,
+    alt,
+    complement,
+    intersect,
+    literal,
+    repeat,
+    seq,
+    star,
+)
+from .json_nodes import Node, escape_pointer
+from .json_syntax import JsonSyntax
+
+__all__ = [
+    "MAX_PATTERNS",
+    "MAX_SUBSET_KEYS",
+    "key_region",
+    "Member",
+    "ObjectSpec",
+    "object_language",
+    "refs_in_intersection_supported",
+]
+
+MAX_PATTERNS = 6
+"""Distinct ``patternProperties`` patterns one object may combine (2**6 key regions)."""
+
+MAX_SUBSET_KEYS = 8
+"""Objects with at most this many listed keys get the any-order language as one explicit
+automaton over key subsets (at most 256 shared nodes), which allows rule references in
+values; larger ones intersect one such automaton per group of :data:`GROUP_KEYS` keys."""
+
+GROUP_KEYS = 6
+
+_OBJECT_KEYWORDS = ("properties", "patternProperties", "additionalProperties", "required",
+                    "propertyNames", "minProperties", "maxProperties")
+
+
+@dataclass
+class _Additional:
+    """One schema's ``additionalProperties`` and the keys it does not apply to."""
+
+    listed: frozenset[str]
+    patterns: tuple[str, ...]
+    node: Node
+
+
+@dataclass
+class ObjectSpec:
+    """The object keywords of several schemas, merged (see the module docstring)."""
+
+    properties: dict[str, list[Node]] = field(default_factory=dict)
+    patterns: dict[str, list[Node]] = field(default_factory=dict)
+    additional: list[_Additional] = field(default_factory=list)
+    required: dict[str, None] = field(default_factory=dict)
+    names: list[Node] = field(default_factory=list)
+    min_properties: int = 0
+    max_properties: int | None = None
+
+    @classmethod
+    def merge(cls, nodes: Sequence[Node], strict_additional: bool = False) -> ObjectSpec:
+        spec = cls()
+        explicit_additional = False
+        for node in nodes:
+            props = node.get("properties", {})
+            pats = node.get("patternProperties", {})
+            for key, sub in props.items():
+                spec.properties.setdefault(key, []).append(
+                    node.child(sub, "properties", key))
+            for pattern, sub in pats.items():
+                spec.patterns.setdefault(pattern, []).append(
+                    node.child(sub, "patternProperties", pattern))
+            if node.has("additionalProperties"):
+                explicit_additional = True
+                spec.additional.append(_Additional(
+                    frozenset(props), tuple(pats),
+                    node.child(node.get("additionalProperties"), "additionalProperties")))
+            for key in node.get("required", []):
+                spec.required[key] = None
+            if node.has("propertyNames"):
+                spec.names.append(node.child(node.get("propertyNames"), "propertyNames"))
+            spec.min_properties = max(spec.min_properties, node.get("minProperties", 0))
+            if node.has("maxProperties"):
+                high = node.get("maxProperties")
+                spec.max_properties = high if spec.max_properties is None else min(
+                    spec.max_properties, high)
+        if strict_additional and not explicit_additional and nodes:
+            # Strict mode: keys no merged schema lists or matches are forbidden.
+            first = nodes[0]
+            spec.additional.append(_Additional(
+                frozenset(spec.properties), tuple(spec.patterns),
+                first.synthetic(False, "additionalProperties")))
+        return spec
+
+    def listed_keys(self) -> list[str]:
+        """Listed keys in schema order, then required keys that are not in ``properties``."""
+        keys = dict.fromkeys(self.properties)
+        keys.update(self.required)
+        return list(keys)
+
+    def value_nodes(self, key: str) -> list[Node]:
+        """Every schema the value of the listed ``key`` must satisfy."""
+        nodes = list(self.properties.get(key, []))
+        matched = {p for p in self.patterns if _py_search(p, key)}
+        for p in self.patterns:
+            if p in matched:
+                nodes.extend(self.patterns[p])
+        for extra in self.additional:
+            if key not in extra.listed and not any(p in matched for p in extra.patterns):
+                nodes.append(extra.node)
+        return nodes
+
+    def region_nodes(self, matched: frozenset[str]) -> list[Node]:
+        """Every schema the value of an unlisted key matching exactly ``matched`` must satisfy."""
+        nodes: list[Node] = []
+        for p in self.patterns:
+            if p in matched:
+                nodes.extend(self.patterns[p])
+        for extra in self.additional:
+            if not any(p in matched for p in extra.patterns):
+                nodes.append(extra.node)
+        return nodes
+
+    def regions(self) -> list[frozenset[str]]:
+        """The pattern subsets that split unlisted keys (all of them; empty ones die later)."""
+        pats = list(self.patterns)
+        return [frozenset(c) for n in range(len(pats) + 1)
+                for c in itertools.combinations(pats, n)]
+
+
+def _py_search(pattern: str, key: str) -> bool:
+    # Listed keys are classified exactly as jsonschema classifies them: with Python's re.
+    return re.search(pattern, key) is not None
+
+
+@dataclass
+class Member:
+    """Members of one kind: a listed key (at most once; ``required``: exactly once) or,
+    among the extras, a region of unlisted keys."""
+
+    key: Expr
+    value: Expr
+    required: bool = False
+
+
+def object_language(syn: JsonSyntax, listed: Sequence[Member], extras: Sequence[Member],
+                    min_properties: int, max_properties: int | None, *, order: str = "any",
+                    intersection_ok: bool = True) -> Expr | None:
+    """The object texts with the given members; ``order`` is ``"any"``, ``"repeatable"``
+    or ``"schema"`` (see the module docstring). ``None`` when the language needs an
+    intersection and ``intersection_ok`` is false, or needs exact counts ``"repeatable"``
+    cannot give."""
+    listed_texts = [syn.member(m.key, m.value) for m in listed]
+    extra_texts = [syn.member(m.key, m.value) for m in extras]
+    required = [m.required for m in listed]
+    low, high = min_properties, max_properties
+    if (high is not None and high < sum(required)) or (
+            not extra_texts and low > len(listed_texts)):
+        return NOTHING
+    counted = _counted(len(listed), bool(extras), low, high, sum(required))
+    texts = listed_texts + extra_texts
+    n = len(listed)
+    if order == "any":
+        if n <= MAX_SUBSET_KEYS and not (counted and extras):
+            return _tracked(syn, texts, required, range(n), low, high)
+        if not intersection_ok:
+            return None
+        groups = [range(i, min(i + GROUP_KEYS, n)) for i in range(0, n, GROUP_KEYS)]
+        conjuncts = [_tracked(syn, texts, required, g, 0, None) for g in groups]
+        if counted:
+            conjuncts.append(_count(syn, texts, set(range(len(texts))), low, high))
+        return intersect(*conjuncts) if len(conjuncts) > 1 else conjuncts[0]
+    if order == "repeatable":
+        must = [i for i in range(n) if required[i]]
+        if counted or len(must) > MAX_SUBSET_KEYS:
+            return None
+        return _tracked(syn, texts, required, must, 0, None)
+    body = _schema_order(syn, listed_texts, required, extra_texts)
+    if counted:
+        if not intersection_ok:
+            return None
+        return intersect(body, _count(syn, texts, set(range(len(texts))), low, high))
+    return body
+
+
+def _tracked(syn: JsonSyntax, texts: Sequence[Expr], required: Sequence[bool],
+             track: Sequence[int], low: int, high: int | None) -> Expr:
+    """Objects whose members are ``texts`` in any order, where each tracked member occurs
+    at most once (required ones exactly once) and the others any number of times.
+
+    An explicit automaton over the set of tracked members written so far: ``2**len(track)``
+    shared nodes and no intersection, so values may reference rules. ``low``/``high``
+    bound the member count exactly when every member is tracked.
+    """
+    track = list(track)
+    tracked = set(track)
+    others = [t for i, t in enumerate(texts) if i not in tracked]
+    other = alt(*others) if others else NOTHING
+    more_others = star(seq(syn.comma, other)) if others else EMPTY
+    must = sum(1 << j for j, i in enumerate(track) if required[i])
+    memo: dict[int, Expr] = {}
+
+    def after(seen: int) -> Expr:
+        found = memo.get(seen)
+        if found is not None:
+            return found
+        size = bin(seen).count("1")
+        options: list[Expr] = []
+        if seen & must == must and low <= size:
+            options.append(EMPTY)
+        if high is None or size < high:
+            options.extend(seq(syn.comma, texts[i], after(seen | 1 << j))
+                           for j, i in enumerate(track) if not seen >> j & 1)
+        result = seq(more_others, alt(*options)) if options else NOTHING
+        memo[seen] = result
+        return result
+
+    starts = [seq(texts[i], after(1 << j)) for j, i in enumerate(track)]
+    if others:
+        starts.insert(0, seq(other, after(0)))
+    return syn.obj(alt(*starts) if starts else NOTHING, must == 0 and low == 0)
+
+
+def _counted(listed: int, extras: bool, low: int, high: int | None, required: int) -> bool:
+    """Whether ``minProperties``/``maxProperties`` say more than the members already do."""
+    most = None if extras else listed
+    return low > required or (high is not None and (most is None or high < most))
+
+
+def _count(syn: JsonSyntax, texts: Sequence[Expr], counted: set[int], low: int,
+           high: int | None) -> Expr:
+    """Objects whose members are ``texts``, with ``low..high`` members from ``counted``."""
+    other = alt(*(t for i, t in enumerate(texts) if i not in counted)) if len(
+        counted) < len(texts) else NOTHING
+    mine = alt(*(texts[i] for i in sorted(counted)))
+    return syn.obj(syn.counted(other, mine, low, high), low == 0)
+
+
+def _schema_order(syn: JsonSyntax, listed: Sequence[Expr], required: Sequence[bool],
+                  extras: Sequence[Expr]) -> Expr:
+    """Listed members in order (optional ones may be missing), extras anywhere."""
+    extra = alt(*extras) if extras else NOTHING
+    more_extras = star(seq(syn.comma, extra)) if extras else EMPTY
+    n = len(listed)
+    # after[i]: what may follow a written member once the listed slots < i are decided.
+    after: list[Expr] = [EMPTY] * (n + 1)
+    slot: list[Expr] = [EMPTY] * (n + 1)
+    after[n] = more_extras
+    for i in reversed(range(n)):
+        take = seq(syn.comma, listed[i], after[i + 1])
+        slot[i] = take if required[i] else alt(take, slot[i + 1])
+        after[i] = seq(more_extras, slot[i])
+    # first: member lists that start with a listed member.
+    first: Expr = NOTHING
+    for i in reversed(range(n)):
+        start = seq(listed[i], after[i + 1])
+        first = start if required[i] else alt(start, first)
+    body = alt(seq(extra, after[0]), first) if extras else first
+    return syn.obj(body, not any(required))
+
+
+def key_region(syn: JsonSyntax, listed: Sequence[str], matched: Sequence[Expr],
+               unmatched: Sequence[Expr]) -> Expr:
+    """The JSON string literals of unlisted keys that match every ``matched`` (decoded)
+    language and no ``unmatched`` one."""
+    decoded: list[Expr] = list(matched)
+    decoded.extend(complement(u) for u in unmatched)
+    if listed:
+        decoded.append(complement(alt(*(literal(k) for k in listed))))
+    if not decoded:
+        return syn.string
+    everything = repeat(ANY_CHAR, 0, None)
+    return syn.strings.string(intersect(everything, *decoded))
+
+
+_SUPPORT: list[bool] = []
+
+
+def refs_in_intersection_supported() -> bool:
+    """Whether the automaton intersects languages whose rule references stay aligned
+    (every operand calls the same rule at the same place), e.g. object conjuncts whose
+    member values are rules. Probed once on a two-rule grammar."""
+    if not _SUPPORT:
+        from .automaton import Automaton
+        from .errors import GrammarError
+        from .grammar import Grammar, ref
+
+        value = ref("v")
+        left = seq(literal("["), value, alt(literal("]"), literal(",]")))
+        right = seq(literal("["), value, literal("]"))
+        try:
+            a = Automaton(Grammar({"s": intersect(left, right), "v": literal("x")}, "s"))
+            ok = a.matches(b"[x]") and not a.matches(b"[x,]")
+        except GrammarError:
+            ok = False
+        _SUPPORT.append(ok)
+    return _SUPPORT[0]

@@ -1,0 +1,117 @@
+"""JSON text pieces shared by the JSON Schema compiler: whitespace, punctuation, universes.
+
+A :class:`JsonSyntax` fixes the *whitespace policy* (what may appear in each gap between
+JSON tokens) and the string *escape policy* (:mod:`constrain.json_strings`); every language
+the compiler builds uses the same one, so languages of different sub-schemas can be
+intersected and complemented as plain text.
+
+Gaps are the places inside a container where JSON allows whitespace: after ``{``/``[``,
+before ``}``/``]``, around ``:`` and ``,``. Nothing is allowed before or after the whole
+document (a model gains nothing there, and trailing whitespace would keep it from ending).
+
+>>> from constrain.automaton import Automaton
+>>> from constrain.grammar import Grammar
+>>> syn = JsonSyntax(whitespace_gap(max_whitespace=2))
+>>> a = Automaton(Grammar(syn.universe_rules(), "json.value"))
+>>> [a.matches(s) for s in (b'{"a": [1, 2.5e3, null]}', b'[ ]', b'[   1]', b' 1')]
+[True, True, False, False]
+"""
+
+from __future__ import annotations
+
+from .grammar import (
+    EMPTY,
+    Expr,
+    alt,
+    chars,
+    intersect,
+    literal,
+    optional,
+    ref,
+    repeat,
+    seq,
+    star,
+)
+from .json_numbers import JSON_NUMBER
+from .json_strings import EscapePolicy, StringEncoder
+
+__all__ = ["JsonSyntax", "whitespace_gap", "WS_CHAR", "VALUE_RULE", "ARRAY_RULE", "OBJECT_RULE"]
+
+WS_CHAR = chars([(0x20, 0x20), (0x09, 0x0A), (0x0D, 0x0D)])
+"""One JSON whitespace character: space, tab, line feed, carriage return."""
+
+VALUE_RULE = "json.value"
+ARRAY_RULE = "json.array"
+OBJECT_RULE = "json.object"
+
+
+def whitespace_gap(max_whitespace: int | None = None, pattern: Expr | None = None) -> Expr:
+    """The language of one gap: at most ``max_whitespace`` JSON whitespace characters, or
+    the strings of ``pattern`` that are JSON whitespace (``max_whitespace=0``: none)."""
+    if pattern is not None:
+        return intersect(pattern, star(WS_CHAR))
+    if max_whitespace == 0:
+        return EMPTY
+    return repeat(WS_CHAR, 0, max_whitespace)
+
+
+class JsonSyntax:
+    """Punctuation with the gap language in place, and the unconstrained JSON universes."""
+
+    def __init__(self, gap: Expr, escapes: EscapePolicy = "all") -> None:
+        self.gap = gap
+        self.strings = StringEncoder(escapes)
+        self.comma = seq(gap, literal(","), gap)
+        self.colon = seq(gap, literal(":"), gap)
+        self.null = literal("null")
+        self.true = literal("true")
+        self.false = literal("false")
+        self.number = JSON_NUMBER
+        self.string = self.strings.any_string
+
+    def container(self, open_: str, body: Expr, close: str, may_be_empty: bool) -> Expr:
+        """``open body close`` with gaps; ``body`` must not match the empty string."""
+        inner = seq(body, self.gap)
+        return seq(literal(open_), self.gap, optional(inner) if may_be_empty else inner,
+                   literal(close))
+
+    def obj(self, body: Expr, may_be_empty: bool) -> Expr:
+        """An object whose non-empty member list (members joined by commas) is ``body``."""
+        return self.container("{", body, "}", may_be_empty)
+
+    def array(self, body: Expr, may_be_empty: bool) -> Expr:
+        """An array whose non-empty element list (joined by commas) is ``body``."""
+        return self.container("[", body, "]", may_be_empty)
+
+    def member(self, key: Expr, value: Expr) -> Expr:
+        """``key : value`` (``key`` is a JSON string-literal language)."""
+        return seq(key, self.colon, value)
+
+    def separated(self, item: Expr) -> Expr:
+        """One or more ``item`` joined by commas."""
+        return seq(item, star(seq(self.comma, item)))
+
+    def counted(self, other: Expr, mine: Expr, low: int, high: int | None) -> Expr:
+        """Non-empty comma-separated lists of ``other`` and ``mine`` items with ``low`` to
+        ``high`` of them ``mine`` (the caller adds the empty list when ``low`` is 0).
+
+        Either alternative may be the empty language; the two should not share strings.
+        """
+        rest = star(seq(self.comma, other))
+        again = seq(self.comma, mine, rest)
+        options = [seq(other, rest, repeat(again, low, high))]
+        if high is None or high >= 1:
+            options.append(seq(mine, rest, repeat(again, max(low - 1, 0),
+                                                  None if high is None else high - 1)))
+        return alt(*options)
+
+    def universe_rules(self) -> dict[str, Expr]:
+        """Rules for any JSON value (``json.value``), array and object. Unconstrained
+        containers nest to any depth, so they are rules that reference each other."""
+        value = ref(VALUE_RULE)
+        return {
+            VALUE_RULE: alt(self.null, self.true, self.false, self.number, self.string,
+                            ref(ARRAY_RULE), ref(OBJECT_RULE)),
+            ARRAY_RULE: self.array(self.separated(value), True),
+            OBJECT_RULE: self.obj(self.separated(self.member(self.string, value)), True),
+        }

@@ -1,0 +1,226 @@
+"""Languages of JSON values split by JSON type, and their Boolean algebra.
+
+The JSON Schema compiler represents what a (sub-)schema accepts as a :class:`Typed`: one
+text-level IR expression per JSON type (``null``, ``boolean``, ``number``, ``string``,
+``array``, ``object``). Splitting by type is what makes ``not``, ``oneOf`` and ``if`` exact
+in practice: the scalar parts are always regular, so they intersect and complement as
+automata, while an array or object part that references a rule (recursion, or a free-form
+value of unbounded depth) can still be combined whenever the other side leaves that type
+alone (absent, or the whole type).
+
+Every part uses the same whitespace and escape policy and accepts object members in any
+order, so two parts accept the same text exactly when the parsed values are the same:
+intersection and complement of text languages are intersection and complement of value
+sets.
+
+>>> from constrain.grammar import literal
+>>> t = Typed({"null": literal("null"), "string": literal('"a"')}, frozenset({"null"}))
+>>> t.types, t.only("string").types
+(('null', 'string'), ('string',))
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterable, Mapping
+from dataclasses import dataclass, field
+from functools import cached_property
+from typing import Any
+
+from .grammar import Alt, And, Expr, Not, Ref, Repeat, Seq, alt, complement, intersect
+
+__all__ = ["JSON_TYPES", "Typed", "ObjectKeys", "EMPTY_TYPED", "RefTracker", "NeedsRegular"]
+
+JSON_TYPES = ("null", "boolean", "number", "string", "array", "object")
+"""JSON types in the order their alternatives are listed."""
+
+
+class NeedsRegular(Exception):
+    """An intersection or complement was asked of a part that references a rule.
+
+    Internal: the compiler catches it and raises :class:`~constrain.errors.UnsupportedSchemaError`
+    naming the keyword that needed it.
+    """
+
+    def __init__(self, json_type: str) -> None:
+        self.json_type = json_type
+        super().__init__(f"the {json_type} part references a rule")
+
+
+@dataclass(frozen=True)
+class ObjectKeys:
+    """Facts about an object part: the values of its required listed keys, and which keys
+    it forbids (``closed``: every key outside ``allowed`` is forbidden)."""
+
+    required: Mapping[str, Typed]
+    allowed: frozenset[str]
+    closed: bool
+
+    def forbids(self, key: str) -> bool:
+        return key not in self.allowed and (self.closed or key in self.required)
+
+
+@dataclass(frozen=True)
+class Typed:
+    """Per-type text languages; ``full`` names the parts that are the whole type."""
+
+    parts: Mapping[str, Expr]
+    full: frozenset[str] = field(default_factory=frozenset)
+    values: tuple[Any, ...] | None = None
+    """When known: the finite list of values (the parts are exactly their literals)."""
+    keys: ObjectKeys | None = None
+    """When known: what the object part says about some keys (for disjointness checks)."""
+    opaque: frozenset[str] = field(default_factory=frozenset)
+    """Parts that could not be built as regular languages and stand in as their whole type
+    (only in negative position, where a larger language is the safe side)."""
+
+    @property
+    def types(self) -> tuple[str, ...]:
+        """The JSON types with a non-empty part, in :data:`JSON_TYPES` order."""
+        return tuple(t for t in JSON_TYPES if t in self.parts)
+
+    @cached_property
+    def _union(self) -> Expr:
+        return alt(*(self.parts[t] for t in self.types)) if self.parts else Alt(())
+
+    def expr(self) -> Expr:
+        """The union of all parts (the empty language when there are none); the same
+        object on every call, so memos keyed by identity keep working."""
+        return self._union
+
+    def only(self, *types: str) -> Typed:
+        """The parts of the given types."""
+        return Typed({t: e for t, e in self.parts.items() if t in types},
+                     frozenset(t for t in self.full if t in types),
+                     keys=self.keys if "object" in types else None,
+                     opaque=frozenset(t for t in self.opaque if t in types))
+
+    def is_empty(self) -> bool:
+        return not self.parts
+
+
+EMPTY_TYPED = Typed({})
+
+
+class RefTracker:
+    """Memoized "does this expression reference a rule" (by node identity)."""
+
+    def __init__(self) -> None:
+        self._memo: dict[int, tuple[Expr, bool]] = {}
+
+    def has_ref(self, expr: Expr) -> bool:
+        found = self._memo.get(id(expr))
+        if found is not None:
+            return found[1]
+        # Iterative post-order walk over the DAG (expressions share sub-trees heavily and
+        # can be deep), expanding each node once.
+        expanded: set[int] = set()
+        stack: list[Expr] = [expr]
+        while stack:
+            node = stack[-1]
+            if id(node) in self._memo:
+                stack.pop()
+                continue
+            children = _children(node)
+            if id(node) not in expanded:
+                expanded.add(id(node))
+                stack.extend(c for c in children if id(c) not in self._memo)
+                continue
+            stack.pop()
+            value = isinstance(node, Ref) or any(self._memo[id(c)][1] for c in children)
+            self._memo[id(node)] = (node, value)
+        return self._memo[id(expr)][1]
+
+    def union(self, items: Iterable[Typed]) -> Typed:
+        """Values accepted by any item."""
+        items = list(items)
+        parts: dict[str, list[Expr]] = {}
+        whole: dict[str, Expr] = {}
+        for item in items:
+            for t, e in item.parts.items():
+                if t in item.full:
+                    whole.setdefault(t, e)
+                parts.setdefault(t, []).append(e)
+        merged = {t: whole.get(t) or alt(*_dedupe(es)) for t, es in parts.items()}
+        values: tuple[Any, ...] | None = None
+        if all(i.values is not None for i in items):
+            values = tuple(v for i in items for v in i.values or ())
+        opaque = frozenset(t for i in items for t in i.opaque)
+        return Typed(merged, frozenset(whole) - opaque, values, opaque=opaque)
+
+    def intersect(self, items: Iterable[Typed]) -> Typed:
+        """Values accepted by every item (raises :class:`NeedsRegular` when two partial
+        parts of one type are not both regular). An opaque part leaves the others."""
+        items = list(items)
+        if not items:
+            raise ValueError("intersection of nothing")
+        common = set(items[0].parts)
+        for item in items[1:]:
+            common &= set(item.parts)
+        parts: dict[str, Expr] = {}
+        full: set[str] = set()
+        opaque: set[str] = set()
+        for t in common:
+            if any(t in i.opaque for i in items):
+                opaque.add(t)
+            partial = _dedupe([i.parts[t] for i in items if t not in i.full and t not in i.opaque])
+            if not partial:
+                parts[t] = next(i.parts[t] for i in items)
+                if t not in opaque:
+                    full.add(t)
+            elif len(partial) == 1:
+                parts[t] = partial[0]
+            else:
+                if any(self.has_ref(e) for e in partial):
+                    raise NeedsRegular(t)
+                parts[t] = intersect(*partial)
+        return Typed(parts, frozenset(full), opaque=frozenset(opaque))
+
+    def difference(self, base: Typed, removed: Typed) -> Typed:
+        """Values of ``base`` not accepted by ``removed``.
+
+        ``removed`` must already be restricted to ``base`` where that matters (its parts
+        may be larger than ``base``'s, never smaller on values ``base`` accepts). Raises
+        :class:`NeedsRegular` for the first type that cannot be done; see :meth:`minus`.
+        """
+        parts: dict[str, Expr] = {}
+        for t in base.parts:
+            part = self.minus(base, removed, t)
+            if part is not None:
+                parts[t] = part
+        full = frozenset(t for t in parts if t in base.full and t not in removed.parts)
+        opaque = frozenset(t for t in parts if t in base.opaque)
+        return Typed(parts, full, opaque=opaque)
+
+    def minus(self, base: Typed, removed: Typed, t: str) -> Expr | None:
+        """The ``t`` part of ``base`` minus ``removed`` (``None``: empty)."""
+        e = base.parts.get(t)
+        if e is None or t in removed.full:
+            return None
+        if t not in removed.parts:
+            return e
+        if t in removed.opaque:
+            raise NeedsRegular(t)
+        if t in base.opaque:
+            return e  # already a stand-in for "larger than needed"
+        cut = removed.parts[t]
+        if self.has_ref(e) or self.has_ref(cut):
+            raise NeedsRegular(t)
+        return intersect(e, complement(cut))
+
+
+def _dedupe(items: list[Expr]) -> list[Expr]:
+    seen: set[int] = set()
+    out = []
+    for e in items:
+        if id(e) not in seen:
+            seen.add(id(e))
+            out.append(e)
+    return out
+
+
+def _children(node: Expr) -> tuple[Expr, ...]:
+    if isinstance(node, (Seq, Alt, And)):
+        return node.items
+    if isinstance(node, (Repeat, Not)):
+        return (node.item,)
+    return ()
