@@ -175,19 +175,24 @@ def main(argv: list[str] | None = None) -> int:
     tasks = [(str(f), args.budget, options) for f in files]
     start = time.perf_counter()
     records = []
+    out = args.jsonl.open("w") if args.jsonl else None
     with multiprocessing.get_context("fork").Pool(args.jobs, maxtasksperchild=50) as pool:
         for r in pool.imap_unordered(_worker, tasks, chunksize=4):
             records.append(r)
+            if out is not None:
+                out.write(json.dumps(r) + "\n")
+                out.flush()
             if args.verbose and (r["error"] not in (None, "unsupported")
                                  or r["valid_rejected"] or r["invalid_accepted"]):
                 print(json.dumps({k: r[k] for k in ("file", "error", "keyword", "detail",
                                                     "valid_rejected", "invalid_accepted")}),
                       file=sys.stderr)
+            if len(records) % 500 == 0:
+                print(f"... {len(records)}/{len(tasks)} in {time.perf_counter() - start:.0f} s",
+                      file=sys.stderr, flush=True)
+    if out is not None:
+        out.close()
     records.sort(key=lambda r: r["file"])
-    if args.jsonl:
-        with args.jsonl.open("w") as fh:
-            for r in records:
-                fh.write(json.dumps(r) + "\n")
     report(records)
     print(f"\n{len(records)} schemas in {time.perf_counter() - start:.0f} s", file=sys.stdout)
     return 0

@@ -52,6 +52,13 @@ GROUP_KEYWORDS = ("dependentRequired", "dependentSchemas", "dependencies", "anyO
 """Keywords expanded here, in this order."""
 
 _SCALARS = ("null", "boolean", "number", "string")
+# Keywords that say nothing about objects (a schema made only of these and "required"/
+# "properties" fails for an object exactly when a key fails).
+_OBJECT_NEUTRAL = frozenset({
+    "type", "minLength", "maxLength", "pattern", "format", "minimum", "maximum",
+    "exclusiveMinimum", "exclusiveMaximum", "multipleOf", "items", "prefixItems",
+    "additionalItems", "minItems", "maxItems", "contains", "minContains", "maxContains",
+    "uniqueItems", "$ref", "allOf"})
 _EMPTINESS_BUDGET = AutomatonOptions(max_states=2_000, max_terms=200_000)
 
 
@@ -179,11 +186,17 @@ class Combinators:
                     else:
                         pieces.append(own.parts[t])
             except NeedsRegular:
-                pair = min(overlaps)
-                self.c.refuse("oneOf", node.pointer + "/oneOf",
-                              f"branches {pair[0]} and {pair[1]} may both accept the same "
-                              f"{t} values, and those are recursive or free-form")
-                pieces = [langs[i].parts[t] for i in idx]
+                structural = None
+                if t == "object" and merged:
+                    structural = self._objects_without_others(rest, branches, idx, overlaps,
+                                                              negative)
+                if structural is None:
+                    pair = min(overlaps)
+                    self.c.refuse("oneOf", node.pointer + "/oneOf",
+                                  f"branches {pair[0]} and {pair[1]} may both accept the same "
+                                  f"{t} values, and those are recursive or free-form")
+                    structural = [langs[i].parts[t] for i in idx]
+                pieces = structural
             if pieces:
                 parts[t] = alt(*pieces)
         result = Typed(parts, frozenset(full), _exactly_once(langs),
@@ -229,12 +242,84 @@ class Combinators:
 
     # -- not / if ------------------------------------------------------------------------
 
+    def _objects_without_others(self, rest: list[Node], branches: list[Node], idx: list[int],
+                                overlaps: set[tuple[int, int]],
+                                negative: bool) -> list[Expr] | None:
+        """Object parts of ``oneOf`` branch ``i`` minus the branches it overlaps, built
+        structurally (see :meth:`_objects_without`)."""
+        pieces = []
+        for i in idx:
+            others = [branches[j] for j in idx if (min(i, j), max(i, j)) in overlaps]
+            piece = self._objects_without(rest + [branches[i]], others, negative)
+            if piece is None:
+                return None
+            pieces.append(piece)
+        return pieces
+
+    def _objects_without(self, context: list[Node], removed: list[Node],
+                         negative: bool) -> Expr | None:
+        """The objects of ``context`` that fail every schema in ``removed``, when each of
+        those only says which keys are required and what listed keys' values are.
+
+        Failing such a schema means one of: a required key is absent, or a listed key is
+        present with a value its schema rejects. Each case is one more schema merged into
+        the context, so values may be recursive or free-form (no complement of a rule is
+        needed). ``None`` when a removed schema says more (counts, extra keys...).
+        """
+        cases = []
+        for r in removed:
+            failures = self._failures(r)
+            if failures is None:
+                return None
+            cases.append(failures)
+        combinations = 1
+        for failures in cases:
+            combinations *= max(len(failures), 1)
+        if combinations > self.c.options.max_branch_product:
+            return None
+        parts = []
+        for combo in itertools.product(*cases):
+            part = self.c.value(context + list(combo), negative).parts.get("object")
+            if part is not None:
+                parts.append(part)
+        return alt(*parts)
+
+    def _failures(self, node: Node) -> list[Node] | None:
+        """Schemas whose union is "an object that fails ``node``" (see
+        :meth:`_objects_without`), or ``None``."""
+        flat = self.c._flatten([node])
+        if flat is None:  # node is false: every object fails it
+            return [node.synthetic(True)]
+        out: list[Node] = []
+        for n in flat:
+            declared = n.get("type")
+            if declared is not None and "object" not in (
+                    [declared] if isinstance(declared, str) else declared):
+                return [node.synthetic(True)]
+            for keyword in n.schema:
+                if keyword in _OBJECT_NEUTRAL or keyword not in n.dialect.keywords or (
+                        keyword in n.skip):
+                    continue
+                if keyword not in ("required", "properties"):
+                    return None
+            for key in n.get("required", ()):
+                out.append(self.c.synthetic(n, ("absent", key),
+                                            lambda k=key: {"properties": {k: False}},
+                                            "required"))
+            for key, sub in n.get("properties", {}).items():
+                out.append(self.c.synthetic(
+                    n, ("invalid", key),
+                    lambda k=key, v=sub: {"required": [k], "properties": {k: {"not": v}}},
+                    "properties", key))
+        return out
+
     def _not(self, flat: list[Node], node: Node, negative: bool) -> Typed:
         rest = self._rest(flat, node, "not")
         excluded = node.child(node.get("not"), "not")
         base = self.c.value(rest, negative)
         cut = self.c.value(rest + [excluded], not negative)
-        return self._difference(base, cut, "not", excluded.pointer)
+        return self._difference(base, cut, "not", excluded.pointer,
+                                lambda: self._objects_without(rest, [excluded], negative))
 
     def _if(self, flat: list[Node], node: Node, negative: bool) -> Typed:
         rest = self._rest(flat, node, "if", "then", "else")
@@ -250,18 +335,25 @@ class Combinators:
         chosen = self.c.value(rest + [condition, then], negative)
         otherwise = self.c.value(rest + ([other] if other is not None else []), negative)
         cut = self.c.value(rest + [condition], not negative)
-        return self.refs.union([chosen, self._difference(otherwise, cut, "if",
-                                                         condition.pointer)])
+        kept = rest + ([other] if other is not None else [])
+        return self.refs.union([chosen, self._difference(
+            otherwise, cut, "if", condition.pointer,
+            lambda: self._objects_without(kept, [condition], negative))])
 
-    def _difference(self, base: Typed, cut: Typed, keyword: str, pointer: str) -> Typed:
+    def _difference(self, base: Typed, cut: Typed, keyword: str, pointer: str,
+                    objects: Any = None) -> Typed:
+        """``base`` minus ``cut`` per type; ``objects()`` may build the object part
+        structurally when it is not regular."""
         parts: dict[str, Expr] = {}
         for t in base.types:
             try:
                 part = self.refs.minus(base, cut, t)
             except NeedsRegular:
-                self.c.refuse(keyword, pointer, f"its {t} part is recursive or free-form "
-                              "(has no regular complement)")
-                part = base.parts[t]
+                part = objects() if t == "object" and objects is not None else None
+                if part is None:
+                    self.c.refuse(keyword, pointer, f"its {t} part is recursive or free-form "
+                                  "(has no regular complement)")
+                    part = base.parts[t]
             if part is not None:
                 parts[t] = part
         return Typed(parts, frozenset(t for t in parts if t in base.full and t not in cut.parts),

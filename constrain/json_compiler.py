@@ -494,10 +494,9 @@ class Compiler:
             if c.low == 0 and c.high is None:
                 continue
             pointer = c.node.pointer
-            mine = self.value([c.node], negative)
-            cut = self.value([c.node], not negative)
             try:
-                other = self.refs.difference(elements, cut)
+                mine = self.refs.intersect([elements, self.value([c.node], negative)])
+                other = self.refs.difference(elements, self.value([c.node], not negative))
             except NeedsRegular as e:
                 self.refuse("contains", pointer,
                             f"its {e.json_type} elements are recursive or free-form")

@@ -60,6 +60,7 @@ class Dialect:
         self.specification = referencing.jsonschema.specification_with(
             meta.get("$id") or meta.get("id") or meta.get("$schema", ""))
         self._validator: Any = None
+        self._stripped: dict[Any, dict[str, Any]] = {}
 
     @classmethod
     def for_schema(cls, schema: Any, default: Any = Draft202012Validator) -> Dialect:
@@ -89,7 +90,15 @@ class Dialect:
         """Whether ``instance`` validates against ``node`` (formats checked)."""
         if self._validator is None:  # pragma: no cover - root() is always called first
             raise RuntimeError("Dialect.root() must be called first")
-        validator = self._validator.evolve(schema=node.schema, _resolver=node.resolver)
+        schema = node.schema
+        if node.skip and isinstance(schema, dict):
+            # Keywords a combinator split handled are not part of this node any more.
+            key = node.key
+            schema = self._stripped.get(key)
+            if schema is None:
+                schema = {k: v for k, v in node.schema.items() if k not in node.skip}
+                self._stripped[key] = schema
+        validator = self._validator.evolve(schema=schema, _resolver=node.resolver)
         return bool(validator.is_valid(instance))
 
 

@@ -1,0 +1,423 @@
+"""JSON Schema compiler, keyword by keyword, at the byte level.
+
+Every case compiles a schema and checks that the automaton accepts the ``json.dumps`` text
+of an instance exactly when ``jsonschema`` (the schema's own dialect, formats checked)
+accepts the instance.
+"""
+
+from __future__ import annotations
+
+import json
+from functools import lru_cache
+from typing import Any
+
+import jsonschema
+import pytest
+from jsonschema import Draft202012Validator, FormatChecker
+
+from constrain.automaton import Automaton
+from constrain.errors import SchemaError, UnsupportedSchemaError
+from constrain.json_schema import (
+    ApproximationWarning,
+    JsonSchemaOptions,
+    UnknownFormatWarning,
+    schema_to_grammar,
+)
+
+D4 = "http://json-schema.org/draft-04/schema#"
+D7 = "http://json-schema.org/draft-07/schema#"
+
+
+@lru_cache(maxsize=None)
+def _automaton(schema_text: str, options: JsonSchemaOptions) -> Automaton:
+    return Automaton(schema_to_grammar(json.loads(schema_text), options))
+
+
+def accepts(schema: Any, text: str | bytes, options: JsonSchemaOptions | None = None) -> bool:
+    a = _automaton(json.dumps(schema), options or JsonSchemaOptions())
+    return a.matches(text.encode() if isinstance(text, str) else text)
+
+
+def verdict(schema: Any, instance: Any) -> bool:
+    cls = jsonschema.validators.validator_for(schema, default=Draft202012Validator)
+    return cls(schema, format_checker=FormatChecker()).is_valid(instance)
+
+
+# (id, schema, instances): each instance is checked against jsonschema's verdict.
+CASES: list[tuple[str, Any, list[Any]]] = [
+    ("type-single", {"type": "string"}, ["a", 1, None, [], {}]),
+    ("type-list", {"type": ["integer", "null"]}, [1, None, 1.5, "1", True]),
+    ("type-integer-2020", {"type": "integer"}, [3, -0, 3.0, 3.5, 1e16, True]),
+    ("type-integer-draft4", {"$schema": D4, "type": "integer"}, [3, 3.0, 3.5]),
+    ("type-number", {"type": "number"}, [1, -2.5e-3, 1e300, "1", False]),
+    ("type-boolean-null", {"type": ["boolean", "null"]}, [True, False, None, 0, "true"]),
+    ("true-schema", True, [1, "x", [{"a": [None]}], {"k": {"k": {}}}]),
+    ("false-schema", False, [1, None, {}]),
+    ("empty-schema", {}, [0, "é", [1, [2, [3]]], {"a": {"b": {"c": None}}}]),
+    ("enum-mixed", {"enum": ["red", 1, None, [1, "x"], {"a": 1, "b": [True]}]},
+     ["red", "blue", 1, 1.0, 2, None, [1, "x"], ["x", 1], {"b": [True], "a": 1},
+      {"a": 1}, True]),
+    ("enum-bool-vs-int", {"enum": [1, True]}, [1, True, 1.0, False, 0]),
+    ("const-object", {"const": {"x": 1, "y": "z"}}, [{"y": "z", "x": 1}, {"x": 1}, 1]),
+    ("const-with-type", {"const": 2, "type": "integer"}, [2, 2.0, 3]),
+    ("enum-filtered-by-siblings", {"enum": ["a", "bb", "ccc"], "minLength": 2},
+     ["a", "bb", "ccc"]),
+    ("enum-draft4-integer", {"$schema": D4, "enum": [1, 2.5], "type": "integer"},
+     [1, 1.0, 2.5]),
+    # strings
+    ("minLength-code-points", {"type": "string", "minLength": 2, "maxLength": 3},
+     ["a", "ab", "abc", "abcd", "😀😀", "é", "\u00e9\u00e9\u00e9"]),
+    ("pattern-search", {"type": "string", "pattern": "[0-9]{3}"},
+     ["123", "ab123cd", "12", "", "a1b2c3"]),
+    ("pattern-anchored", {"pattern": "^[a-z]+-[0-9]+$"}, ["abc-12", "abc-", "Abc-1", 5]),
+    ("format-date", {"type": "string", "format": "date"},
+     ["2024-02-29", "2023-02-29", "2024-13-01", "x"]),
+    ("format-email", {"format": "email"}, ["a@b.co", "no-at-sign", 3]),
+    ("format-uuid", {"format": "uuid"},
+     ["123e4567-e89b-12d3-a456-426614174000", "123e4567e89b12d3a456426614174000"]),
+    ("format-ipv4", {"format": "ipv4"}, ["192.168.0.1", "256.1.1.1", "1.2.3"]),
+    ("string-escapes", {"enum": ["a\"b", "tab\there", "é/\\", "line\nbreak", "\u0000"]},
+     ["a\"b", "tab\there", "é/\\", "line\nbreak", "\u0000", "ab"]),
+    # numbers
+    ("minimum-maximum", {"type": "number", "minimum": -1.5, "maximum": 10},
+     [-1.5, -1.6, 0, 10, 10.0, 10.01, 5e0]),
+    ("exclusive-2020", {"type": "number", "exclusiveMinimum": 0, "exclusiveMaximum": 1},
+     [0, 0.5, 1, 1e-9, 0.999]),
+    ("exclusive-draft4-boolean",
+     {"$schema": D4, "type": "number", "minimum": 0, "exclusiveMinimum": True,
+      "maximum": 5, "exclusiveMaximum": False}, [0, 0.1, 5, 5.1]),
+    ("integer-range", {"type": "integer", "minimum": 10, "maximum": 99},
+     [9, 10, 50, 99, 100, 50.0, -50]),
+    ("multipleOf-int", {"type": "integer", "multipleOf": 7}, [0, 7, -14, 15, 700, 21.0]),
+    ("multipleOf-decimal", {"type": "number", "multipleOf": 0.5, "maximum": 3},
+     [0, 0.5, 2.5, 3, 3.5, 0.25]),
+    ("two-multipleOf", {"allOf": [{"multipleOf": 2}, {"multipleOf": 3}], "type": "integer"},
+     [6, 12, 4, 9]),
+    # objects
+    ("properties-required", {
+        "type": "object", "properties": {"a": {"type": "integer"}, "b": {"type": "string"}},
+        "required": ["a"]},
+     [{"a": 1}, {"a": 1, "b": "x"}, {"b": "x", "a": 1}, {"b": "x"}, {"a": "1"},
+      {"a": 1, "c": [1, {"d": None}]}, {}, []]),
+    ("additionalProperties-false", {
+        "type": "object", "properties": {"a": {"type": "integer"}},
+        "additionalProperties": False},
+     [{}, {"a": 1}, {"a": 1, "b": 2}, {"b": 2}]),
+    ("additionalProperties-schema", {
+        "properties": {"a": {"type": "integer"}}, "additionalProperties": {"type": "string"}},
+     [{"a": 1, "x": "s"}, {"x": 1}, {"x": "s", "a": 2, "y": "t"}]),
+    ("patternProperties-overlap", {
+        "type": "object",
+        "patternProperties": {"^x": {"type": "integer"}, "y$": {"minimum": 10}},
+        "additionalProperties": False},
+     [{"x1": 1}, {"xy": 12}, {"xy": 5}, {"ay": 20}, {"ay": 2}, {"b": 1}, {"x": "s"}]),
+    ("property-matching-pattern", {
+        "properties": {"id": {"type": "integer"}}, "patternProperties": {"^i": {"minimum": 5}}},
+     [{"id": 6}, {"id": 4}, {"ix": 3}, {"ix": 9}]),
+    ("propertyNames", {"type": "object", "propertyNames": {"maxLength": 3, "pattern": "^[a-z]"}},
+     [{"abc": 1}, {"abcd": 1}, {"Ab": 1}, {}]),
+    ("propertyNames-listed-key", {
+        "properties": {"long_name": {}, "ok": {}}, "propertyNames": {"maxLength": 4}},
+     [{"ok": 1}, {"long_name": 1}]),
+    ("min-maxProperties", {"type": "object", "minProperties": 1, "maxProperties": 2,
+                           "additionalProperties": {"type": "integer"}},
+     [{}, {"a": 1}, {"a": 1, "b": 2}, {"a": 1, "b": 2, "c": 3}]),
+    ("dependentRequired", {"dependentRequired": {"card": ["billing"]}},
+     [{}, {"card": 1, "billing": 2}, {"card": 1}, {"billing": 2}]),
+    ("dependentSchemas", {"dependentSchemas": {"a": {"required": ["b"],
+                                                      "properties": {"b": {"type": "string"}}}}},
+     [{"a": 1, "b": "x"}, {"a": 1, "b": 2}, {"a": 1}, {"b": 2}]),
+    ("dependencies-draft7", {"$schema": D7, "dependencies": {
+        "a": ["b"], "c": {"properties": {"d": {"const": 1}}}}},
+     [{"a": 1, "b": 1}, {"a": 1}, {"c": 1, "d": 1}, {"c": 1, "d": 2}, {"d": 2}]),
+    ("dependencies-ignored-in-2020", {"dependencies": {"a": ["b"]}}, [{"a": 1}]),
+    ("any-order-many-keys", {
+        "type": "object", "required": [f"k{i}" for i in range(0, 12, 3)],
+        "properties": {f"k{i}": {"type": "integer"} for i in range(12)},
+        "additionalProperties": False},
+     [{f"k{i}": i for i in reversed(range(12))}, {f"k{i}": i for i in (9, 6, 3, 0)},
+      {f"k{i}": i for i in (9, 6, 3)}, {f"k{i}": i for i in (9, 6, 3, 0, 1)}]),
+    ("nested-objects", {"type": "object", "properties": {
+        "user": {"type": "object", "properties": {"name": {"type": "string"}},
+                 "required": ["name"]}}, "required": ["user"]},
+     [{"user": {"name": "x"}}, {"user": {}}, {"user": {"name": "x", "extra": [1]}}]),
+    # arrays
+    ("items", {"type": "array", "items": {"type": "integer"}}, [[], [1, 2], [1, "2"], [1.5]]),
+    ("prefixItems", {"prefixItems": [{"type": "string"}, {"type": "integer"}],
+                     "items": False}, [[], ["a"], ["a", 1], ["a", 1, 2], [1]]),
+    ("items-array-draft7", {"$schema": D7, "items": [{"type": "string"}],
+                            "additionalItems": {"type": "boolean"}},
+     [["a"], ["a", True, False], ["a", 1], [1]]),
+    ("min-maxItems", {"type": "array", "minItems": 2, "maxItems": 3},
+     [[1], [1, 2], [1, 2, 3], [1, 2, 3, 4]]),
+    ("contains", {"type": "array", "items": {"type": "integer"}, "contains": {"minimum": 5}},
+     [[], [1, 2], [1, 6], [6, 7]]),
+    ("min-maxContains", {"type": "array", "items": {"type": "integer"},
+                         "contains": {"const": 1}, "minContains": 2, "maxContains": 3},
+     [[1], [1, 1], [1, 2, 1, 1], [1, 1, 1, 1], [2, 1, 2, 1, 2]]),
+    ("uniqueItems-enum", {"type": "array", "items": {"enum": ["a", "b", 1]},
+                          "uniqueItems": True},
+     [["a", "b", 1], ["a", "a"], [1, 1.0], [], ["b", 1, "a"]]),
+    ("uniqueItems-boolean", {"items": {"type": "boolean"}, "uniqueItems": True},
+     [[True, False], [True, True], []]),
+    # combinators
+    ("allOf-merge-objects", {"allOf": [
+        {"properties": {"a": {"type": "integer"}}, "required": ["a"]},
+        {"properties": {"b": {"type": "string"}}, "required": ["b"]},
+        {"properties": {"a": {"minimum": 0}}}]},
+     [{"a": 1, "b": "x"}, {"b": "x", "a": 1}, {"a": -1, "b": "x"}, {"a": 1}]),
+    ("allOf-additional-scope", {"allOf": [
+        {"properties": {"a": {}}, "additionalProperties": False},
+        {"properties": {"a": {}, "b": {}}}]},
+     [{"a": 1}, {"b": 1}, {}]),
+    ("anyOf", {"anyOf": [{"type": "string", "maxLength": 2}, {"type": "integer"}]},
+     ["ab", "abc", 3, 3.5]),
+    ("oneOf-disjoint-types", {"oneOf": [{"type": "string"}, {"type": "number"}]},
+     ["x", 1, None]),
+    ("oneOf-overlapping-numbers", {"oneOf": [{"type": "integer"}, {"minimum": 2}]},
+     [1, 2, 2.5, -1.5, "s"]),
+    ("oneOf-overlapping-strings", {"oneOf": [{"pattern": "^a"}, {"pattern": "b$"}]},
+     ["ax", "xb", "ab", "xx", 1]),
+    ("oneOf-discriminator", {"oneOf": [
+        {"type": "object", "properties": {"kind": {"const": "a"}, "x": {"type": "integer"}},
+         "required": ["kind"]},
+        {"type": "object", "properties": {"kind": {"const": "b"}}, "required": ["kind"]}]},
+     [{"kind": "a", "x": 1}, {"kind": "b", "x": "s"}, {"kind": "c"}, {}]),
+    ("oneOf-overlapping-closed-objects", {"oneOf": [
+        {"properties": {"a": {"type": "integer"}}, "additionalProperties": False},
+        {"properties": {"a": {"type": "number", "minimum": 5}, "b": {"type": "null"}},
+         "additionalProperties": False}]},
+     [{}, {"a": 1}, {"a": 7}, {"b": None}, {"a": 7.5}]),
+    ("oneOf-required-free-form", {"oneOf": [{"required": ["a"]}, {"required": ["b"]}]},
+     [{"a": 1}, {"b": [2]}, {"a": 1, "b": 2}, {}, {"c": {"a": 1}}, "x"]),
+    ("not-required-free-form", {"type": "object", "not": {"required": ["a", "b"]}},
+     [{}, {"a": 1}, {"a": {}, "b": []}, {"c": 1}]),
+    ("not-property-value", {"not": {"properties": {"kind": {"const": "x"}}}},
+     [{"kind": "x"}, {"kind": "y", "z": {}}, {}, 3]),
+    ("if-then-free-form", {
+        "if": {"properties": {"country": {"const": "US"}}, "required": ["country"]},
+        "then": {"required": ["zip"]}, "else": {"required": ["postcode"]}},
+     [{"country": "US", "zip": {}}, {"country": "US"}, {"country": "FR", "postcode": 1},
+      {"postcode": [1]}, {"zip": 1}]),
+    ("not-type", {"not": {"type": ["string", "null"]}}, [1, "x", None, [], {}]),
+    ("not-enum", {"type": "string", "not": {"enum": ["a", "b"]}}, ["a", "c", ""]),
+    ("not-required-closed", {"properties": {"a": {}, "b": {}}, "additionalProperties": False,
+                             "not": {"required": ["a", "b"]}},
+     [{}, {"a": 1}, {"a": 1, "b": 2}, {"b": 1}]),
+    ("if-then-else", {"if": {"type": "integer"}, "then": {"minimum": 10},
+                      "else": {"type": "string"}},
+     [10, 5, "x", 1.5, None]),
+    ("if-then-object", {
+        "type": "object", "properties": {"kind": {"enum": ["a", "b"]}, "v": {"type": "integer"}},
+        "additionalProperties": False,
+        "if": {"properties": {"kind": {"const": "a"}}, "required": ["kind"]},
+        "then": {"required": ["v"]}},
+     [{"kind": "a", "v": 1}, {"kind": "a"}, {"kind": "b"}, {}, {"v": 2}]),
+    ("if-else-only", {"if": {"type": "string"}, "else": {"type": "number"}},
+     ["x", 1, None]),
+    # references
+    ("ref-defs", {"$defs": {"pos": {"type": "integer", "minimum": 1}},
+                  "type": "array", "items": {"$ref": "#/$defs/pos"}}, [[1, 2], [0], ["1"]]),
+    ("ref-definitions-draft4", {"$schema": D4, "definitions": {"s": {"type": "string"}},
+                                "properties": {"a": {"$ref": "#/definitions/s"}}},
+     [{"a": "x"}, {"a": 1}]),
+    ("ref-siblings-ignored-draft7", {"$schema": D7, "definitions": {"s": {"type": "string"}},
+                                     "$ref": "#/definitions/s", "maxLength": 1}, ["abc", 1]),
+    ("ref-siblings-apply-2020", {"$defs": {"s": {"type": "string"}},
+                                 "$ref": "#/$defs/s", "maxLength": 1}, ["a", "abc", 1]),
+    ("ref-escaped-pointer", {"$defs": {"a/b": {"const": 1}, "c~d": {"const": 2},
+                                       "e%f": {"const": 3}},
+                             "anyOf": [{"$ref": "#/$defs/a~1b"}, {"$ref": "#/$defs/c~0d"},
+                                       {"$ref": "#/$defs/e%25f"}]}, [1, 2, 3, 4]),
+    ("ref-anchor", {"$defs": {"x": {"$anchor": "name", "type": "string"}},
+                    "properties": {"n": {"$ref": "#name"}}}, [{"n": "s"}, {"n": 1}]),
+    ("ref-id-relative", {"$id": "https://example.com/root.json",
+                         "$defs": {"item": {"$id": "item.json", "type": "integer"}},
+                         "items": {"$ref": "item.json"}}, [[1], ["x"]]),
+    ("ref-chain", {"$defs": {"a": {"$ref": "#/$defs/b"}, "b": {"type": "boolean"}},
+                   "$ref": "#/$defs/a"}, [True, 1]),
+]
+
+
+def _cases() -> list[Any]:
+    out = []
+    for name, schema, instances in CASES:
+        for i, instance in enumerate(instances):
+            out.append(pytest.param(schema, instance, id=f"{name}-{i}"))
+    return out
+
+
+@pytest.mark.parametrize(("schema", "instance"), _cases())
+def test_matches_jsonschema(schema: Any, instance: Any) -> None:
+    expected = verdict(schema, instance)
+    for ensure_ascii in (False, True):
+        text = json.dumps(instance, ensure_ascii=ensure_ascii)
+        assert accepts(schema, text) == expected, text
+
+
+LINKED_LIST = {
+    "$defs": {"node": {"type": "object", "properties": {
+        "value": {"type": "integer"}, "next": {"anyOf": [{"type": "null"}, {"$ref": "#/$defs/node"}]}},
+        "required": ["value", "next"], "additionalProperties": False}},
+    "$ref": "#/$defs/node",
+}
+TREE = {
+    "type": "object",
+    "properties": {"name": {"type": "string"}, "children": {"type": "array", "items": {"$ref": "#"}}},
+    "required": ["name"],
+}
+
+
+def _linked(depth: int, bad: bool = False) -> Any:
+    node: Any = None
+    for i in range(depth):
+        node = {"value": "x" if bad and i == 0 else i, "next": node}
+    return node
+
+
+def _tree(depth: int) -> Any:
+    node: Any = {"name": "leaf"}
+    for i in range(depth):
+        node = {"children": [node, {"name": str(i)}], "name": f"n{i}"}
+    return node
+
+
+@pytest.mark.parametrize(("schema", "instance"), [
+    pytest.param(LINKED_LIST, _linked(10), id="linked-list-10"),
+    pytest.param(LINKED_LIST, _linked(10, bad=True), id="linked-list-10-bad-leaf"),
+    pytest.param(TREE, _tree(10), id="tree-10"),
+    pytest.param(TREE, {"children": [_tree(3)]}, id="tree-missing-name"),
+])
+def test_recursion(schema: Any, instance: Any) -> None:
+    assert accepts(schema, json.dumps(instance)) == verdict(schema, instance)
+
+
+def test_recursion_is_rules_not_unrolled() -> None:
+    grammar = schema_to_grammar(LINKED_LIST)
+    assert any(name.startswith("schema:") for name in grammar.rules)
+    deep = _linked(200)
+    assert Automaton(grammar).matches(json.dumps(deep).encode())
+
+
+@pytest.mark.parametrize(("schema", "keyword", "pointer"), [
+    pytest.param({"type": "array", "items": {"type": "string"}, "uniqueItems": True},
+                 "uniqueItems", "#/uniqueItems", id="uniqueItems-strings"),
+    pytest.param({"properties": {"a": {"unevaluatedProperties": False}}},
+                 "unevaluatedProperties", "#/properties/a/unevaluatedProperties",
+                 id="unevaluatedProperties"),
+    pytest.param({"$defs": {"o": {"oneOf": [{"patternProperties": {"^a": {"type": "string"}}},
+                                            {"required": ["ab"]}]}},
+                  "$ref": "#/$defs/o"}, "oneOf", "#/$defs/o/oneOf", id="oneOf-free-form"),
+    pytest.param({"type": "string", "pattern": "(a)\\1"}, "pattern", "#/pattern",
+                 id="pattern-backreference"),
+])
+def test_refusals_name_keyword_and_pointer(schema: Any, keyword: str, pointer: str) -> None:
+    with pytest.raises(UnsupportedSchemaError) as info:
+        schema_to_grammar(schema)
+    assert info.value.keyword == keyword
+    assert info.value.pointer == pointer
+
+
+@pytest.mark.parametrize(("schema", "pointer"), [
+    pytest.param({"type": "strin"}, "#/type", id="bad-type"),
+    pytest.param({"properties": {"a": {"minLength": -1}}}, "#/properties/a/minLength",
+                 id="negative-minLength"),
+    pytest.param({"$schema": D4, "required": []}, "#/required", id="draft4-empty-required"),
+    pytest.param({"pattern": "("}, "#/pattern", id="bad-regex"),
+])
+def test_invalid_schema(schema: Any, pointer: str) -> None:
+    with pytest.raises(SchemaError) as info:
+        schema_to_grammar(schema)
+    assert info.value.pointer == pointer
+
+
+def test_unresolvable_ref_is_schema_error() -> None:
+    with pytest.raises(SchemaError) as info:
+        schema_to_grammar({"$ref": "#/$defs/missing"})
+    assert info.value.keyword == "$ref"
+
+
+def test_lenient_warns_and_over_approximates() -> None:
+    schema = {"type": "array", "items": {"type": "string"}, "uniqueItems": True}
+    with pytest.warns(ApproximationWarning, match="uniqueItems at #/uniqueItems"):
+        grammar = schema_to_grammar(schema, JsonSchemaOptions(lenient=True))
+    assert Automaton(grammar).matches(b'["a", "a"]')
+
+
+def test_unknown_format_accepts_any_string_with_warning() -> None:
+    with pytest.warns(UnknownFormatWarning, match="made-up"):
+        grammar = schema_to_grammar({"type": "string", "format": "made-up"})
+    assert Automaton(grammar).matches(b'"anything"')
+
+
+def test_annotations_and_unknown_keywords_are_ignored() -> None:
+    schema = {"title": "t", "description": "d", "examples": [1], "default": 2, "$comment": "c",
+              "deprecated": True, "readOnly": True, "x-custom": {"type": "string"},
+              "type": "integer"}
+    assert accepts(schema, "3") and not accepts(schema, '"3"')
+
+
+# -- options ---------------------------------------------------------------------------
+
+OBJ = {"type": "object", "properties": {"a": {"type": "array", "items": {"type": "integer"}},
+                                        "b": {"type": "string"}}}
+
+
+def test_default_whitespace_accepts_json_dumps_and_pretty_printing() -> None:
+    value = {"a": [1, 2], "b": "x"}
+    for text in (json.dumps(value), json.dumps(value, separators=(",", ":")),
+                 json.dumps(value, indent=2)):
+        assert accepts(OBJ, text), text
+    assert not accepts(OBJ, '{"a": [1,' + " " * 21 + "2]}")
+    assert not accepts(OBJ, ' {"b": "x"}')
+
+
+def test_compact_whitespace() -> None:
+    compact = JsonSchemaOptions(whitespace="compact")
+    assert accepts(OBJ, '{"a":[1,2],"b":"x"}', compact)
+    assert not accepts(OBJ, '{"a": [1, 2]}', compact)
+
+
+def test_whitespace_pattern() -> None:
+    one_space = JsonSchemaOptions(whitespace_pattern="( )?")
+    assert accepts(OBJ, '{"a": [1, 2]}', one_space)
+    assert not accepts(OBJ, '{"a":\n[1]}', one_space)
+
+
+def test_escapes_policy() -> None:
+    schema = {"type": "string", "maxLength": 3}
+    assert accepts(schema, json.dumps("é😀", ensure_ascii=True))
+    required = JsonSchemaOptions(escapes="required")
+    assert accepts(schema, json.dumps("é😀", ensure_ascii=False), required)
+    assert not accepts(schema, json.dumps("é", ensure_ascii=True), required)
+    assert accepts(schema, '"\\n\\u0001"', required)
+
+
+def test_property_order_schema() -> None:
+    schema_order = JsonSchemaOptions(property_order="schema")
+    assert accepts(OBJ, '{"b": "x", "a": []}')
+    assert accepts(OBJ, '{"a": [], "b": "x"}', schema_order)
+    assert not accepts(OBJ, '{"b": "x", "a": []}', schema_order)
+    assert accepts(OBJ, '{"z": 1, "a": [], "y": 2, "b": "x", "w": 3}', schema_order)
+
+
+def test_strict_additional_properties() -> None:
+    strict = JsonSchemaOptions(strict_additional_properties=True)
+    assert accepts(OBJ, '{"a": [], "c": 1}')
+    assert not accepts(OBJ, '{"a": [], "c": 1}', strict)
+    assert accepts(OBJ, '{"a": []}', strict)
+
+
+def test_json_text_and_pydantic_inputs() -> None:
+    pydantic = pytest.importorskip("pydantic")
+
+    class Point(pydantic.BaseModel):
+        x: int
+        y: float = 0.0
+
+    a = Automaton(schema_to_grammar(Point))
+    assert a.matches(b'{"x": 1, "y": 2.5}') and a.matches(b'{"y": 2.5, "x": 1}')
+    assert not a.matches(b'{"y": 2.5}')
+    assert Automaton(schema_to_grammar('{"type": "boolean"}')).matches(b"true")
+    with pytest.raises(SchemaError):
+        schema_to_grammar("{not json")
