@@ -59,7 +59,6 @@ class TokenMasks:
         self._loop_known = np.zeros(0, dtype=bool)
         self.use_compiled = walk_kernel.available() if use_compiled is None else use_compiled
         self._roots = np.arange(self.trie.num_roots, dtype=np.int64)
-        self._string_lengths = np.diff(self.trie.string_offsets)
         self._scratch: tuple[np.ndarray, ...] | None = None
 
     def mask(self, state: int) -> np.ndarray:
@@ -105,34 +104,11 @@ class TokenMasks:
                 self._prepare_pending(nodes, states)
 
     def _prepare_pending(self, nodes: np.ndarray, states: np.ndarray) -> None:
-        """Build the states the kernel will need below its pending nodes, in one pass.
-
-        The kernel stops at each state not built yet, so a run of new states (a counted
-        repeat: x{0,30} is 30 states) would cost one kernel call per state. Stepping the
-        strings of each small pending subtree (and the first, last and longest strings of a
-        big one) through the automaton builds such runs at once.
-        """
-        trie, automaton = self.trie, self.automaton
-        lengths = self._string_lengths
-        table = automaton.rows_for(states)
-        successors = table[states, trie.byte[nodes]]
+        """Build what the kernel stopped at: the rows of pending states, and whether their
+        successors loop (the kernel resumes from the same nodes afterwards)."""
+        table = self.automaton.rows_for(states)
+        successors = table[states, self.trie.byte[nodes]]
         self._ensure_loop_info(successors[successors != Automaton.DEAD])
-        depths = np.searchsorted(trie.level_offsets, nodes, side="right")
-        for node_start, node_end, depth, state in zip(
-            trie.start[nodes].tolist(), trie.end[nodes].tolist(), depths.tolist(), states.tolist()
-        ):
-            if node_end - node_start <= walk_kernel.SMALL_SUBTREE:
-                strings = range(node_start, node_end)
-            else:
-                longest = node_start + int(np.argmax(lengths[node_start:node_end]))
-                strings = sorted({node_start, node_end - 1, longest})  # type: ignore[assignment]
-            for string in strings:
-                lo = int(trie.string_offsets[string]) + depth - 1
-                hi = int(trie.string_offsets[string + 1])
-                automaton.step_bytes(state, trie.string_data[lo:hi].tobytes())
-        self._ensure_loop_capacity(automaton.num_states)
-        unknown = np.flatnonzero(~self._loop_known[: automaton.num_states])
-        self._ensure_loop_info(unknown[automaton.has_rows(unknown)])
 
     def _walk_levels(self, state: int) -> np.ndarray:
         """The same walk level by level in numpy: one vectorized step per trie depth.

@@ -235,23 +235,28 @@ class TermStore:
         if not self._boolean_flag[term]:
             self._live[term] = True
             return True
-        seen = {term}
+        parent = {term: term}
         todo = [term]
         while todo:
             t = todo.pop()
             if self._nullable[t] or self._live.get(t) or self.derivative(t)[1]:
-                self._live[term] = True
-                return True
+                # Every term on the path found leads to an accepting one: remember them all,
+                # so the searches from the states that follow are answered at once.
+                while True:
+                    self._live[t] = True
+                    if t == term:
+                        return True
+                    t = parent[t]
             for _, nxt in self.derivative(t)[0]:
-                if nxt not in seen and self._live.get(nxt) is not False:
-                    seen.add(nxt)
+                if nxt not in parent and self._live.get(nxt) is not False:
+                    parent[nxt] = t
                     todo.append(nxt)
-            if len(seen) > self.max_liveness_search:
+            if len(parent) > self.max_liveness_search:
                 raise ResourceLimitError(
                     "max_liveness_search", self.max_liveness_search,
                     "an intersection or complement is too large to check for emptiness",
                 )
-        for t in seen:
+        for t in parent:
             self._live[t] = False
         return False
 
