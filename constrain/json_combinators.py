@@ -133,7 +133,7 @@ class Combinators:
         base = self.c.value(rest, negative)
         options = self.refs.union(self.c.value([b], negative) for b in branches)
         try:
-            return self.refs.intersect([base, options])
+            return self.refs.intersect([base, options], negative)
         except NeedsRegular as e:
             self.c.refuse("anyOf", node.pointer + "/anyOf",
                           f"too many branch combinations to merge, and the {e.json_type} "
@@ -153,6 +153,11 @@ class Combinators:
 
         langs = [branch(i, negative) for i in range(len(branches))]
         cuts: dict[int, Typed] = {}
+
+        def cut(j: int) -> Typed:
+            if j not in cuts:
+                cuts[j] = branch(j, not negative)
+            return cuts[j]
         parts: dict[str, Expr] = {}
         full: set[str] = set()
         for t in JSON_TYPES:
@@ -169,47 +174,55 @@ class Combinators:
             if not overlaps:
                 parts[t] = alt(*(langs[i].parts[t] for i in idx))
                 continue
-            pieces = []
-            try:
-                for i in idx:
-                    others = [j for j in idx if (min(i, j), max(i, j)) in overlaps]
-                    for j in others:
-                        if j not in cuts:
-                            cuts[j] = branch(j, not negative)
-                    own = Typed({t: langs[i].parts[t]}, langs[i].full & {t},
-                                opaque=langs[i].opaque & {t})
-                    for j in others:
-                        piece = self.refs.minus(own, cuts[j], t)
-                        if piece is None:
-                            break
-                        own = Typed({t: piece})
-                    else:
-                        pieces.append(own.parts[t])
-            except NeedsRegular:
-                structural = None
-                if t == "object" and merged:
-                    structural = self._objects_without_others(rest, branches, idx, overlaps,
-                                                              negative)
-                if structural is None:
-                    pair = min(overlaps)
-                    self.c.refuse("oneOf", node.pointer + "/oneOf",
-                                  f"branches {pair[0]} and {pair[1]} may both accept the same "
-                                  f"{t} values, and those are recursive or free-form")
-                    structural = [langs[i].parts[t] for i in idx]
-                pieces = structural
+            pieces = self._exclusive(langs, idx, overlaps, t, negative, False,
+                                     cut)
+            if pieces is None and t == "object" and merged:
+                pieces = self._objects_without_others(rest, branches, idx, overlaps, negative)
+            if pieces is None:
+                pieces = self._exclusive(langs, idx, overlaps, t, negative, True,
+                                         cut)
+            if pieces is None:
+                pair = min(overlaps)
+                self.c.refuse("oneOf", node.pointer + "/oneOf",
+                              f"branches {pair[0]} and {pair[1]} may both accept the same "
+                              f"{t} values, and those are recursive or free-form")
+                pieces = [langs[i].parts[t] for i in idx]
             if pieces:
                 parts[t] = alt(*pieces)
         result = Typed(parts, frozenset(full), _exactly_once(langs),
                        opaque=frozenset(t for lang in langs for t in lang.opaque if t in parts))
         if base is not None:
             try:
-                return self.refs.intersect([base, result])
+                return self.refs.intersect([base, result], negative)
             except NeedsRegular as e:
                 self.c.refuse("oneOf", node.pointer + "/oneOf",
                               f"too many branch combinations to merge, and the {e.json_type} "
                               f"branches are not regular")
                 return base
         return result
+
+    def _exclusive(self, langs: list[Typed], idx: list[int], overlaps: set[tuple[int, int]],
+                   t: str, negative: bool, regularize: bool,
+                   cut: Any) -> list[Expr] | None:
+        """Each branch's ``t`` part minus the branches it overlaps (``cut(j)``: branch j
+        in the opposite polarity); ``None`` if a part is not regular (see ``minus``)."""
+        pieces = []
+        try:
+            for i in idx:
+                own = Typed({t: langs[i].parts[t]}, langs[i].full & {t},
+                            opaque=langs[i].opaque & {t})
+                for j in idx:
+                    if (min(i, j), max(i, j)) not in overlaps:
+                        continue
+                    piece = self.refs.minus(own, cut(j), t, negative, regularize)
+                    if piece is None:
+                        break
+                    own = Typed({t: piece})
+                else:
+                    pieces.append(own.parts[t])
+        except NeedsRegular:
+            return None
+        return pieces
 
     def disjoint(self, a: Typed, b: Typed, t: str) -> bool:
         """Whether no ``t`` value is in both (``False`` when unsure)."""
@@ -234,7 +247,7 @@ class Combinators:
 
     def _empty(self, expr: Expr) -> bool:
         if self.refs.has_ref(expr):
-            return False
+            return False  # scalar parts never reference rules but in a recursion's middle
         try:
             return Automaton(Grammar.single(expr), _EMPTINESS_BUDGET).start == Automaton.DEAD
         except ResourceLimitError:
@@ -318,7 +331,7 @@ class Combinators:
         excluded = node.child(node.get("not"), "not")
         base = self.c.value(rest, negative)
         cut = self.c.value(rest + [excluded], not negative)
-        return self._difference(base, cut, "not", excluded.pointer,
+        return self._difference(base, cut, "not", excluded.pointer, negative,
                                 lambda: self._objects_without(rest, [excluded], negative))
 
     def _if(self, flat: list[Node], node: Node, negative: bool) -> Typed:
@@ -337,23 +350,26 @@ class Combinators:
         cut = self.c.value(rest + [condition], not negative)
         kept = rest + ([other] if other is not None else [])
         return self.refs.union([chosen, self._difference(
-            otherwise, cut, "if", condition.pointer,
+            otherwise, cut, "if", condition.pointer, negative,
             lambda: self._objects_without(kept, [condition], negative))])
 
     def _difference(self, base: Typed, cut: Typed, keyword: str, pointer: str,
-                    objects: Any = None) -> Typed:
+                    negative: bool, objects: Any = None) -> Typed:
         """``base`` minus ``cut`` per type; ``objects()`` may build the object part
         structurally when it is not regular."""
         parts: dict[str, Expr] = {}
         for t in base.types:
             try:
-                part = self.refs.minus(base, cut, t)
+                part = self.refs.minus(base, cut, t, negative, regularize=False)
             except NeedsRegular:
                 part = objects() if t == "object" and objects is not None else None
                 if part is None:
-                    self.c.refuse(keyword, pointer, f"its {t} part is recursive or free-form "
-                                  "(has no regular complement)")
-                    part = base.parts[t]
+                    try:
+                        part = self.refs.minus(base, cut, t, negative)
+                    except NeedsRegular:
+                        self.c.refuse(keyword, pointer, f"its {t} part is recursive or "
+                                      "free-form (has no regular complement)")
+                        part = base.parts[t]
             if part is not None:
                 parts[t] = part
         return Typed(parts, frozenset(t for t in parts if t in base.full and t not in cut.parts),

@@ -70,6 +70,7 @@ from .json_objects import (
     object_language,
     refs_in_intersection_supported,
 )
+from .json_regular import Regularizer
 from .json_syntax import ARRAY_RULE, OBJECT_RULE, JsonSyntax, whitespace_gap
 from .json_typed import EMPTY_TYPED, JSON_TYPES, NeedsRegular, ObjectKeys, RefTracker, Typed
 from .regex import parse_regex
@@ -126,6 +127,8 @@ class Compiler:
         self.syn = JsonSyntax(gap, options.escapes)
         self.refs = RefTracker()
         self.rules: dict[str, Expr] = {}
+        self.regular = Regularizer(self.syn, self.rules, options.intersection_depth, self.refs)
+        self.refs.regular = lambda e, over: self.regular.over(e) if over else self.regular.under(e)
         self._memo: dict[Any, Typed] = {}
         self._active: dict[Any, _Active] = {}
         self._names: set[str] = set()
@@ -495,8 +498,9 @@ class Compiler:
                 continue
             pointer = c.node.pointer
             try:
-                mine = self.refs.intersect([elements, self.value([c.node], negative)])
-                other = self.refs.difference(elements, self.value([c.node], not negative))
+                mine = self.refs.intersect([elements, self.value([c.node], negative)], negative)
+                other = self.refs.difference(elements, self.value([c.node], not negative),
+                                             negative)
             except NeedsRegular as e:
                 self.refuse("contains", pointer,
                             f"its {e.json_type} elements are recursive or free-form")
@@ -508,12 +512,13 @@ class Compiler:
                 conjuncts.extend(unique)
         if len(conjuncts) == 1:
             return base
-        if any(self.refs.has_ref(c) for c in conjuncts):
+        try:
+            return intersect(*(self.refs._regular(c, negative, "array") for c in conjuncts))
+        except NeedsRegular:
             keyword = "contains" if spec.contains else "uniqueItems"
             self.refuse(keyword, flat[0].pointer, "the array's elements are recursive or "
                         "free-form, so they cannot be counted")
             return base
-        return intersect(*conjuncts)
 
     def _unique(self, node: Node, elements: Typed) -> list[Expr] | None:
         pointer = node.pointer + "/uniqueItems"
@@ -570,7 +575,14 @@ class Compiler:
         expr = object_language(syn, listed, extras, low, high, order=order,
                                intersection_ok=intersection_ok)
         if expr is None and negative:
-            return None, None  # opaque: stands in as every object
+            # A language to be complemented: larger is safe, so values become regular
+            # supersets (see json_regular) and the members can be intersected.
+            try:
+                listed = [Member(m.key, self.regular.over(m.value), m.required) for m in listed]
+                extras = [Member(m.key, self.regular.over(m.value)) for m in extras]
+            except NeedsRegular:
+                return None, None  # opaque: stands in as every object
+            expr = object_language(syn, listed, extras, low, high, order=order)
         if expr is None and order == "any":
             # Values are rules and the automaton cannot intersect them: let optional keys
             # repeat rather than impose an order (see json_objects).

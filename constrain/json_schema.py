@@ -104,6 +104,13 @@ class JsonSchemaOptions:
 
     ``max_unique_values`` (default 32): ``uniqueItems`` is exact when elements come from at
     most this many values.
+
+    ``intersection_depth`` (default 8): an intersection or complement (``not``, overlapping
+    ``oneOf``, ``if``/``else``, ``contains``) cannot contain a free-form value (``{}``) or a
+    ``$ref`` cycle, whose nesting is unbounded. Inside one, such a value is unfolded this
+    many levels of arrays/objects deep: a kept language accepts nothing deeper (sound), a
+    removed one accepts any JSON tokens deeper (so its complement stays sound). Values
+    nesting at most this deep are exact. 0 refuses such schemas instead.
     """
 
     whitespace: Literal["flexible", "compact"] = "flexible"
@@ -116,6 +123,7 @@ class JsonSchemaOptions:
     default_dialect: str = "https://json-schema.org/draft/2020-12/schema"
     max_branch_product: int = 64
     max_unique_values: int = 32
+    intersection_depth: int = 8
 
     def __post_init__(self) -> None:
         if self.whitespace not in ("flexible", "compact"):
@@ -127,8 +135,10 @@ class JsonSchemaOptions:
         if self.property_order not in ("any", "schema"):
             raise ValueError(
                 f"property_order must be 'any' or 'schema', not {self.property_order!r}")
-        if self.max_branch_product < 1 or self.max_unique_values < 0:
-            raise ValueError("max_branch_product must be >= 1 and max_unique_values >= 0")
+        if self.max_branch_product < 1 or self.max_unique_values < 0 or (
+                self.intersection_depth < 0):
+            raise ValueError("max_branch_product must be >= 1; max_unique_values and "
+                             "intersection_depth >= 0")
 
 
 def schema_to_grammar(schema: Any, options: JsonSchemaOptions | None = None) -> Grammar:

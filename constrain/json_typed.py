@@ -21,7 +21,7 @@ sets.
 
 from __future__ import annotations
 
-from collections.abc import Iterable, Mapping
+from collections.abc import Callable, Iterable, Mapping
 from dataclasses import dataclass, field
 from functools import cached_property
 from typing import Any
@@ -106,6 +106,20 @@ class RefTracker:
 
     def __init__(self) -> None:
         self._memo: dict[int, tuple[Expr, bool]] = {}
+        self.regular: Callable[[Expr, bool], Expr] | None = None
+        """``regular(expr, over)``: a regular stand-in for ``expr`` (a superset when
+        ``over``, else a subset), or :class:`NeedsRegular`; without it parts that reference
+        rules cannot be intersected or complemented."""
+
+    def _regular(self, expr: Expr, over: bool, json_type: str) -> Expr:
+        if not self.has_ref(expr):
+            return expr
+        if self.regular is None:
+            raise NeedsRegular(json_type)
+        try:
+            return self.regular(expr, over)
+        except NeedsRegular:
+            raise NeedsRegular(json_type) from None
 
     def has_ref(self, expr: Expr) -> bool:
         found = self._memo.get(id(expr))
@@ -147,9 +161,10 @@ class RefTracker:
         opaque = frozenset(t for i in items for t in i.opaque)
         return Typed(merged, frozenset(whole) - opaque, values, opaque=opaque)
 
-    def intersect(self, items: Iterable[Typed]) -> Typed:
-        """Values accepted by every item (raises :class:`NeedsRegular` when two partial
-        parts of one type are not both regular). An opaque part leaves the others."""
+    def intersect(self, items: Iterable[Typed], negative: bool = False) -> Typed:
+        """Values accepted by every item. Partial parts that reference rules are replaced by
+        regular subsets (supersets when ``negative``); :class:`NeedsRegular` if that is not
+        possible. An opaque part leaves the others."""
         items = list(items)
         if not items:
             raise ValueError("intersection of nothing")
@@ -170,12 +185,10 @@ class RefTracker:
             elif len(partial) == 1:
                 parts[t] = partial[0]
             else:
-                if any(self.has_ref(e) for e in partial):
-                    raise NeedsRegular(t)
-                parts[t] = intersect(*partial)
+                parts[t] = intersect(*(self._regular(e, negative, t) for e in partial))
         return Typed(parts, frozenset(full), opaque=frozenset(opaque))
 
-    def difference(self, base: Typed, removed: Typed) -> Typed:
+    def difference(self, base: Typed, removed: Typed, negative: bool = False) -> Typed:
         """Values of ``base`` not accepted by ``removed``.
 
         ``removed`` must already be restricted to ``base`` where that matters (its parts
@@ -184,15 +197,19 @@ class RefTracker:
         """
         parts: dict[str, Expr] = {}
         for t in base.parts:
-            part = self.minus(base, removed, t)
+            part = self.minus(base, removed, t, negative)
             if part is not None:
                 parts[t] = part
         full = frozenset(t for t in parts if t in base.full and t not in removed.parts)
         opaque = frozenset(t for t in parts if t in base.opaque)
         return Typed(parts, full, opaque=opaque)
 
-    def minus(self, base: Typed, removed: Typed, t: str) -> Expr | None:
-        """The ``t`` part of ``base`` minus ``removed`` (``None``: empty)."""
+    def minus(self, base: Typed, removed: Typed, t: str, negative: bool = False,
+              regularize: bool = True) -> Expr | None:
+        """The ``t`` part of ``base`` minus ``removed`` (``None``: empty). Parts that
+        reference rules are replaced by regular stand-ins on the safe side (``base`` kept,
+        ``removed`` complemented; sides swap when the result itself is ``negative``) if
+        ``regularize``, else :class:`NeedsRegular` is raised."""
         e = base.parts.get(t)
         if e is None or t in removed.full:
             return None
@@ -203,9 +220,10 @@ class RefTracker:
         if t in base.opaque:
             return e  # already a stand-in for "larger than needed"
         cut = removed.parts[t]
-        if self.has_ref(e) or self.has_ref(cut):
+        if not regularize and (self.has_ref(e) or self.has_ref(cut)):
             raise NeedsRegular(t)
-        return intersect(e, complement(cut))
+        return intersect(self._regular(e, negative, t),
+                         complement(self._regular(cut, not negative, t)))
 
 
 def _dedupe(items: list[Expr]) -> list[Expr]:

@@ -188,6 +188,14 @@ CASES: list[tuple[str, Any, list[Any]]] = [
         {"properties": {"a": {"type": "number", "minimum": 5}, "b": {"type": "null"}},
          "additionalProperties": False}]},
      [{}, {"a": 1}, {"a": 7}, {"b": None}, {"a": 7.5}]),
+    ("oneOf-overlapping-free-form-values", {"oneOf": [
+        {"properties": {"a": {"type": "integer"}}, "additionalProperties": False},
+        {"properties": {"a": {"minimum": 5}, "b": {}}, "additionalProperties": False}]},
+     [{}, {"a": 1}, {"a": 7}, {"b": 1}, {"a": 7.5}, {"a": [1]}, {"a": {"x": [2]}, "b": [3]}]),
+    ("not-free-form-value", {"properties": {"a": {}}, "not": {"properties": {"a": {"type": "array"}}}},
+     [{"a": 1}, {"a": [1]}, {"a": {"b": [[[1]]]}}, {}]),
+    ("contains-free-form", {"type": "array", "contains": {"type": "object", "required": ["id"]}},
+     [[], [{"id": 1}], [1, {"x": 2}], [{"id": {"deep": [1, {"a": []}]}}, "s"]]),
     ("oneOf-required-free-form", {"oneOf": [{"required": ["a"]}, {"required": ["b"]}]},
      [{"a": 1}, {"b": [2]}, {"a": 1, "b": 2}, {}, {"c": {"a": 1}}, "x"]),
     ("not-required-free-form", {"type": "object", "not": {"required": ["a", "b"]}},
@@ -313,7 +321,7 @@ def test_recursion_is_rules_not_unrolled() -> None:
 ])
 def test_refusals_name_keyword_and_pointer(schema: Any, keyword: str, pointer: str) -> None:
     with pytest.raises(UnsupportedSchemaError) as info:
-        schema_to_grammar(schema)
+        schema_to_grammar(schema, JsonSchemaOptions(intersection_depth=0))
     assert info.value.keyword == keyword
     assert info.value.pointer == pointer
 
