@@ -97,6 +97,8 @@ MAX_NESTING = 400
 chains of merged schemas)."""
 
 _ALL_TYPES = frozenset({*JSON_TYPES, "integer"})
+# Formats whose json_formats language is exactly what jsonschema's checker accepts.
+_EXACT_FORMATS = frozenset({"date", "ipv4", "ipv6", "json-pointer", "relative-json-pointer"})
 
 
 @dataclass
@@ -434,7 +436,7 @@ class Compiler:
                 if e is not None:
                     decoded.append(e)
             if n.has("format"):
-                e = self.format(n.get("format"), f"{n.pointer}/format")
+                e = self.format(n.get("format"), f"{n.pointer}/format", negative)
                 if e is not None:
                     decoded.append(e)
         if not decoded:
@@ -463,8 +465,15 @@ class Compiler:
         self._patterns[key] = expr
         return expr
 
-    def format(self, name: str, pointer: str) -> Expr | None:
-        """The decoded language of format ``name`` (``None``: unknown, any string)."""
+    def format(self, name: str, pointer: str, negative: bool) -> Expr | None:
+        """The decoded language of format ``name`` (``None``: any string).
+
+        :mod:`constrain.json_formats` gives, for most formats, a realistic *subset* of what
+        ``jsonschema``'s checker accepts. That is right where the language is kept; where
+        it is complemented (``negative``) only the formats it builds exactly are used,
+        ``email`` becomes the checker's own rule (an ``@`` somewhere), and any other format
+        becomes "any string" (larger, hence safe to complement).
+        """
         from .json_schema import UnknownFormatWarning
 
         try:
@@ -473,12 +482,17 @@ class Compiler:
             self.refuse("format", pointer, "format languages (constrain.json_formats) are "
                         "not available")
             return None
-
         expr = format_expr(name)
         if expr is None:
             self.warn_once("format:" + name,
                            f"unknown format {name!r} at {pointer}: any string is accepted",
                            UnknownFormatWarning)
+            return None
+        if negative and name not in _EXACT_FORMATS:
+            if name in ("email", "idn-email"):
+                anything = repeat(ANY_CHAR, 0, None)
+                return seq(anything, literal("@"), anything)
+            return None
         return expr
 
     def _array(self, flat: list[Node], negative: bool) -> Expr:

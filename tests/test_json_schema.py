@@ -76,6 +76,11 @@ CASES: list[tuple[str, Any, list[Any]]] = [
     ("format-uuid", {"format": "uuid"},
      ["123e4567-e89b-12d3-a456-426614174000", "123e4567e89b12d3a456426614174000"]),
     ("format-ipv4", {"format": "ipv4"}, ["192.168.0.1", "256.1.1.1", "1.2.3"]),
+    ("not-pattern-python-semantics", {"type": "string", "not": {"pattern": "^\\d+$"}},
+     ["12", "\u0661\u0662", "12\n", "ab", ""]),
+    ("not-format-email", {"type": "string", "not": {"format": "email"}}, ["a@b", "plain"]),
+    ("not-format-date", {"type": "string", "not": {"format": "date"}},
+     ["2024-01-01", "2024-02-30", "x"]),
     ("string-escapes", {"enum": ["a\"b", "tab\there", "é/\\", "line\nbreak", "\u0000"]},
      ["a\"b", "tab\there", "é/\\", "line\nbreak", "\u0000", "ab"]),
     # numbers
@@ -356,6 +361,23 @@ def test_unknown_format_accepts_any_string_with_warning() -> None:
     with pytest.warns(UnknownFormatWarning, match="made-up"):
         grammar = schema_to_grammar({"type": "string", "format": "made-up"})
     assert Automaton(grammar).matches(b'"anything"')
+
+
+def test_positive_patterns_use_ecma_classes() -> None:
+    # \\d is [0-9] (ECMA-262); Python's re would also take other Unicode digits, so the
+    # language is a subset of what jsonschema accepts: sound with both.
+    schema = {"type": "string", "pattern": "^\\d+$"}
+    assert accepts(schema, '"12"')
+    assert not accepts(schema, json.dumps("\u0661\u0662"))
+    assert verdict(schema, "\u0661\u0662")
+
+
+def test_inexact_formats_are_complemented_safely() -> None:
+    # json_formats builds a subset of "uri"; under "not" the compiler uses a superset
+    # (any string), so nothing jsonschema calls a uri gets through.
+    schema = {"type": "string", "not": {"format": "uri"}}
+    for text in ('"https://example.com"', '"not a uri"'):
+        assert not accepts(schema, text)
 
 
 def test_annotations_and_unknown_keywords_are_ignored() -> None:
