@@ -328,9 +328,9 @@ def test_real_extract_two_records(tmp_path: Path, _model_cache_folder: Path) -> 
     proc = subprocess.run(
         [sys.executable, "-m", "constrain.cli", "extract", "--schema",
          str(DATA / "contact.schema.json"), "--input", str(DATA / "contacts.jsonl"),
-         "--output", str(out), "--limit", "2", "--max-new-tokens", "128",
+         "--output", str(out), "--limit", "2", "--max-new-tokens", "96",
          "--cache-dir", str(_model_cache_folder)],
-        capture_output=True, text=True, timeout=600, check=False,
+        capture_output=True, text=True, timeout=1800, check=False,
     )
     assert proc.returncode == 0, proc.stderr
     rows = _lines(out)

@@ -119,5 +119,5 @@ def test_readme_api_blocks_run() -> None:
     for block in _readme_api_blocks():
         exec(compile(block, "README.md", "exec"), namespace)  # noqa: S102
     assert namespace["mood"] in ("positive", "negative")
-    assert isinstance(namespace["n"], int) and len(namespace["code"]) == 3
+    assert isinstance(namespace["primes"], list) and len(namespace["code"]) == 3
     assert namespace["call"].invoked and namespace["sentiment"].render("x").endswith("x")
