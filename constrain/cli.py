@@ -16,6 +16,7 @@ import argparse
 import json
 import sys
 import time
+import warnings
 from collections.abc import Sequence
 from pathlib import Path
 from typing import Any
@@ -94,6 +95,21 @@ def _unsupported_message(e: ConstrainError) -> str:
     if isinstance(e, UnsupportedRegexError):
         return f"unsupported regex construct {e.construct} at position {e.position}"
     return f"{type(e).__name__}: {e}"
+
+
+def _schema_gaps(spec: api.OutputSpec) -> list[str]:
+    """Every keyword a JSON Schema spec cannot enforce (a lenient compile's warnings)."""
+    from .json_schema import ApproximationWarning, JsonSchemaOptions, schema_to_grammar
+
+    if spec.schema is None and spec.kind != "schema":
+        return []
+    with warnings.catch_warnings(record=True) as caught:
+        warnings.simplefilter("always")
+        try:
+            schema_to_grammar(spec.spec, JsonSchemaOptions(lenient=True))
+        except ConstrainError:
+            return []
+    return [str(w.message) for w in caught if issubclass(w.category, ApproximationWarning)]
 
 
 # ----------------------------------------------------------------------------- extract
@@ -204,11 +220,21 @@ def cmd_compile(args: argparse.Namespace) -> int:
     t_vocab = time.perf_counter() - t0
     t0 = time.perf_counter()
     try:
-        compiled = spec.compile(vocab)
+        with warnings.catch_warnings(record=True) as notes:
+            warnings.simplefilter("always")
+            compiled = spec.compile(vocab)
     except (UnsupportedSchemaError, UnsupportedRegexError) as e:
         print(_unsupported_message(e))
+        gaps = _schema_gaps(spec) if isinstance(e, UnsupportedSchemaError) else []
+        if len(gaps) > 1:
+            print(f"all {len(gaps)} keywords that cannot be enforced (lenient=True would "
+                  "ignore them):")
+            for gap in gaps:
+                print(f"  - {gap}")
         return EXIT_MISMATCH
     t_compile = time.perf_counter() - t0
+    for note in notes:
+        print(f"note: {note.message}")
     before = compiled.info()
     walked, times, accepting = _walk(compiled, args.walk, args.seed)
     after = compiled.info()
@@ -290,7 +316,7 @@ def cmd_check(args: argparse.Namespace) -> int:
             return EXIT_MISMATCH
         try:
             spec.parse(text)
-            print("valid: the instance validates against the schema (jsonschema)")
+            print("valid: the instance validates against the schema")
         except ValidationFailure as e:
             ok = False
             print(f"invalid: {e}")

@@ -294,6 +294,19 @@ def test_compile_names_unsupported_constructs(monkeypatch: pytest.MonkeyPatch,
     assert "position" in capsys.readouterr().err
 
 
+def test_compile_lists_every_unsupported_keyword(tmp_path: Path, monkeypatch: pytest.MonkeyPatch,
+                                                 byte_vocab: Any, capsys: Any) -> None:
+    pytest.importorskip("constrain.json_schema")
+    monkeypatch.setattr(cli, "_load_vocab", lambda name: byte_vocab)
+    schema = _write(tmp_path / "s.json", json.dumps({"type": "object", "properties": {
+        "a": {"type": "array", "uniqueItems": True, "items": {"type": "string"}},
+        "b": {"type": "string", "pattern": "(a)\\1"}}}))
+    assert cli.main(["compile", "--schema", str(schema)]) == 1
+    out = capsys.readouterr().out
+    assert out.startswith("unsupported: keyword 'uniqueItems' at #/properties/a/uniqueItems")
+    assert "all 2 keywords" in out and "#/properties/b/pattern" in out
+
+
 @pytest.mark.parametrize("args, status, expected", [
     (["--regex", "[0-9]+", "--instance", "123"], 0, "accepted"),
     (["--regex", "[0-9]+", "--instance", "12a4"], 1, "rejected at byte 2"),
