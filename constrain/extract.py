@@ -162,6 +162,12 @@ def done_ids(output: str | os.PathLike[str], *, retry_errors: bool = False) -> s
 
     A last line cut short by a crash is removed. With ``retry_errors``, error rows are
     removed from the file (rewritten atomically) so those records run again.
+
+    >>> import tempfile, pathlib
+    >>> out = pathlib.Path(tempfile.mkdtemp()) / "out.jsonl"
+    >>> _ = out.write_text('{"id": 1}\\n{"id": "b", "error": "x"}\\n{"id": 3, "outp')
+    >>> sorted(done_ids(out)), sorted(done_ids(out, retry_errors=True))
+    (['"b"', '1'], ['1'])
     """
     path = Path(output)
     if not path.exists():
@@ -259,7 +265,11 @@ class ExtractionStats:
         return self.tokens / self.seconds if self.seconds > 0 else 0.0
 
     def summary(self, output: str | os.PathLike[str] = "") -> str:
-        """One line for the terminal."""
+        """One line for the terminal.
+
+        >>> print(ExtractionStats(records=2, valid=2, tokens=50, seconds=2.0).summary())
+        2 records, 0 skipped (already done): 2 valid (100.0%), 0 errors; 50 tokens in 2.0 s (25.0 tokens/s)
+        """
         where = f" -> {os.fspath(output)}" if output else ""
         stop = " (interrupted)" if self.interrupted else ""
         return (f"{self.records} records{stop}, {self.skipped} skipped (already done): "

@@ -157,7 +157,14 @@ class Tool:
         return {field: getattr(model, field) for field in type(model).model_fields}
 
     def invoke(self, arguments: Mapping[str, Any] | str) -> Any:
-        """Validate ``arguments`` (dict or JSON text), then call the function with them."""
+        """Validate ``arguments`` (dict or JSON text), then call the function with them.
+
+        >>> @tool
+        ... def greet(name: str, times: int = 1) -> str:
+        ...     return " ".join(["hi " + name] * times)
+        >>> greet.invoke({"name": "Ada", "times": "2"})  # "2" is converted, as Pydantic does
+        'hi Ada hi Ada'
+        """
         return self.function(**self.validate(arguments))
 
     def constraint(self, vocab: Any, **json_options: Any) -> Any:
@@ -186,7 +193,14 @@ class Tool:
         return schema
 
     def to_openai(self) -> dict[str, Any]:
-        """The tool in the OpenAI/Hugging Face chat-template ``tools=`` format."""
+        """The tool in the OpenAI/Hugging Face chat-template ``tools=`` format.
+
+        >>> @tool
+        ... def ping(host: str) -> bool:
+        ...     return True
+        >>> ping.to_openai()["function"]["parameters"]["properties"]
+        {'host': {'type': 'string'}}
+        """
         return {"type": "function", "function": {
             "name": self.name, "description": self.description,
             "parameters": _without_titles(self.parameters)}}
@@ -331,7 +345,13 @@ class Toolbox:
         return self.tools[call.name].function(**call.arguments)
 
     def system_prompt(self) -> str:
-        """Instructions listing the tools, for the system message of :meth:`choose`."""
+        """Instructions listing the tools, for the system message of :meth:`choose`.
+
+        >>> def now() -> str:
+        ...     return "12:00"
+        >>> print(Toolbox([Tool(now, description="The time.")]).system_prompt().splitlines()[-1])
+        - now: The time. Arguments: {}
+        """
         lines = [("You can call exactly one of these tools. Reply with a JSON object "
                   '{"tool": <tool name>, "arguments": {<arguments>}}.'), "", "Tools:"]
         for t in self:
@@ -341,7 +361,13 @@ class Toolbox:
         return "\n".join(lines)
 
     def messages(self, prompt: str | list[dict[str, str]]) -> list[dict[str, str]]:
-        """``prompt`` as chat messages with the tool list as (or prepended to) the system one."""
+        """``prompt`` as chat messages with the tool list as (or prepended to) the system one.
+
+        >>> def now() -> str:
+        ...     return "12:00"
+        >>> [m["role"] for m in Toolbox([now]).messages("What time is it?")]
+        ['system', 'user']
+        """
         messages = [{"role": "user", "content": prompt}] if isinstance(prompt, str) else [
             dict(m) for m in prompt]
         if messages and messages[0].get("role") == "system":
