@@ -56,7 +56,10 @@ libraries installed (``rfc3339-validator``, ``rfc3986-validator``, ``fqdn``, ``i
 
 from __future__ import annotations
 
+import re
+import sys
 import unicodedata
+from array import array
 from collections.abc import Callable
 
 from .digit_ranges import DIGIT, NONZERO
@@ -369,10 +372,13 @@ def _relative_pointer() -> Expr:
     # The checker reads its number with str.isdigit (any script's digits, superscripts...)
     # and refuses a digit after one whose int() is 0; int() of a non-decimal digit raises,
     # so every digit but the last is a non-zero decimal digit of some script.
-    everything = "".join(map(chr, range(0xD800))) + "".join(map(chr, range(0xE000, 0x110000)))
-    digits = list(filter(str.isdigit, everything))
-    all_digits = [(ord(c), ord(c)) for c in digits]
-    nonzero = [(ord(c), ord(c)) for c in digits if unicodedata.decimal(c, 0) != 0]
+    code_points = array("I", range(0xD800)) + array("I", range(0xE000, 0x110000))
+    everything = code_points.tobytes().decode("utf-32-le" if sys.byteorder == "little" else
+                                              "utf-32-be")
+    decimal = re.findall(r"\d", everything)  # Unicode \d is exactly the decimal digits
+    other = [c for c in re.findall(r"[^\W\d_]", everything) if c.isdigit()]  # ² and kin
+    all_digits = [(ord(c), ord(c)) for c in decimal + other]
+    nonzero = [(ord(c), ord(c)) for c in decimal if unicodedata.decimal(c) != 0]
     number = seq(star(chars(nonzero)), chars(all_digits))
     return seq(number, alt(literal("#"), _POINTER))
 
