@@ -239,7 +239,9 @@ class Compiler:
                 return visit(node.resolve(schema["$ref"]))
             if any(k in keywords and k not in node.skip and k not in ("$ref", "allOf")
                    for k in schema):
-                out.append(node)
+                # Marked as expanded, so flattening a list that holds it again (after a
+                # combinator split) does not bring back the parts split off.
+                out.append(node.without("$ref", "allOf"))
             if node.has("$ref") and not visit(node.resolve(node.get("$ref"))):
                 return False
             return all(visit(node.child(sub, "allOf", i))
@@ -583,7 +585,8 @@ class Compiler:
             extras = self._extras(spec, listed_keys, negative)
         order = "any" if negative or options.property_order == "any" else "schema"
         refs = any(self.refs.has_ref(m.value) for m in (*listed, *extras))
-        keys = ObjectKeys(required_values, frozenset(allowed), not extras)
+        keys = ObjectKeys(required_values, frozenset(allowed),
+                          frozenset(k for k in listed_keys if k not in allowed), not extras)
         low, high = spec.min_properties, spec.max_properties
         intersection_ok = not refs or (self.refs_in_and and order == "any")
         expr = object_language(syn, listed, extras, low, high, order=order,

@@ -48,15 +48,16 @@ class NeedsRegular(Exception):
 
 @dataclass(frozen=True)
 class ObjectKeys:
-    """Facts about an object part: the values of its required listed keys, and which keys
-    it forbids (``closed``: every key outside ``allowed`` is forbidden)."""
+    """Facts about an object part: the values of its required listed keys, the listed keys
+    it forbids (no value allowed), and whether unlisted keys are forbidden (``closed``)."""
 
     required: Mapping[str, Typed]
     allowed: frozenset[str]
+    forbidden: frozenset[str]
     closed: bool
 
     def forbids(self, key: str) -> bool:
-        return key not in self.allowed and (self.closed or key in self.required)
+        return key in self.forbidden or (self.closed and key not in self.allowed)
 
 
 @dataclass(frozen=True)

@@ -171,6 +171,11 @@ CASES: list[tuple[str, Any, list[Any]]] = [
         {"properties": {"b": {"type": "string"}}, "required": ["b"]},
         {"properties": {"a": {"minimum": 0}}}]},
      [{"a": 1, "b": "x"}, {"b": "x", "a": 1}, {"a": -1, "b": "x"}, {"a": 1}]),
+    ("anyOf-inside-allOf", {"type": "object", "additionalProperties": False,
+                            "properties": {"r": {}, "t": {}, "i": {}},
+                            "allOf": [{"required": ["r"]},
+                                      {"anyOf": [{"required": ["t"]}, {"required": ["i"]}]}]},
+     [{"r": 1, "t": 2}, {"i": 1, "r": 2}, {"r": 1}, {"t": 1}]),
     ("allOf-additional-scope", {"allOf": [
         {"properties": {"a": {}}, "additionalProperties": False},
         {"properties": {"a": {}, "b": {}}}]},

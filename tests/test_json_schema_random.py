@@ -1,0 +1,100 @@
+"""Random schemas against ``jsonschema``: the compiled language must agree exactly.
+
+Hypothesis builds small schemas from the keywords the compiler enforces (no ``pattern`` or
+``format``, whose languages are deliberately a subset of Python's) and small JSON values
+over a few keys; for each pair the automaton must accept the ``json.dumps`` text exactly
+when ``jsonschema`` accepts the value. Refusals (``UnsupportedSchemaError``) are allowed.
+"""
+
+from __future__ import annotations
+
+import json
+from typing import Any
+
+import pytest
+from hypothesis import HealthCheck, given, settings
+from hypothesis import strategies as st
+from jsonschema import Draft202012Validator
+
+from constrain.automaton import Automaton
+from constrain.errors import SchemaError, UnsupportedSchemaError
+from constrain.json_schema import schema_to_grammar
+
+KEYS = ["a", "b", "c"]
+
+scalars = st.one_of(
+    st.none(), st.booleans(), st.integers(-3, 12), st.sampled_from([0.5, 2.0, -1.5]),
+    st.sampled_from(["", "x", "ab", "xyz"]),
+)
+values = st.recursive(
+    scalars,
+    lambda inner: st.one_of(st.lists(inner, max_size=3),
+                            st.dictionaries(st.sampled_from(KEYS), inner, max_size=3)),
+    max_leaves=8,
+)
+
+
+def _leaf_schemas() -> st.SearchStrategy[dict[str, Any]]:
+    return st.one_of(
+        st.builds(lambda t: {"type": t}, st.sampled_from(
+            ["null", "boolean", "integer", "number", "string", "array", "object"])),
+        st.builds(lambda t: {"type": t}, st.lists(st.sampled_from(
+            ["null", "integer", "string", "object"]), min_size=1, max_size=2, unique=True)),
+        st.builds(lambda v: {"enum": v}, st.lists(scalars, min_size=1, max_size=3)),
+        st.builds(lambda v: {"const": v}, values),
+        st.builds(lambda lo, hi: {"minimum": lo, "maximum": lo + hi},
+                  st.integers(-2, 5), st.integers(0, 6)),
+        st.builds(lambda m: {"multipleOf": m}, st.sampled_from([2, 3, 0.5])),
+        st.builds(lambda lo, hi: {"minLength": lo, "maxLength": lo + hi},
+                  st.integers(0, 2), st.integers(0, 2)),
+        st.builds(lambda lo, hi: {"minItems": lo, "maxItems": lo + hi},
+                  st.integers(0, 2), st.integers(0, 2)),
+        st.builds(lambda r: {"required": r}, st.lists(st.sampled_from(KEYS), min_size=1,
+                                                       max_size=2, unique=True)),
+        st.builds(lambda lo, hi: {"minProperties": lo, "maxProperties": lo + hi},
+                  st.integers(0, 2), st.integers(0, 2)),
+        st.just({"uniqueItems": True, "items": {"enum": [1, 2, "x"]}}),
+        st.just({"propertyNames": {"maxLength": 1}}),
+        st.just({"dependentRequired": {"a": ["b"]}}),
+        st.just({}),
+    )
+
+
+def _extend(inner: st.SearchStrategy[Any]) -> st.SearchStrategy[Any]:
+    return st.one_of(
+        st.builds(lambda p, ap: {"properties": p, "additionalProperties": ap},
+                  st.dictionaries(st.sampled_from(KEYS), inner, max_size=2),
+                  st.one_of(st.just(True), st.just(False), inner)),
+        st.builds(lambda p: {"patternProperties": p},
+                  st.dictionaries(st.sampled_from(["^a", "b$"]), inner, max_size=2)),
+        st.builds(lambda i: {"items": i}, inner),
+        st.builds(lambda p, i: {"prefixItems": p, "items": i},
+                  st.lists(inner, min_size=1, max_size=2), st.one_of(st.just(False), inner)),
+        st.builds(lambda c, lo: {"contains": c, "minContains": lo}, inner, st.integers(0, 2)),
+        st.builds(lambda xs: {"allOf": xs}, st.lists(inner, min_size=1, max_size=2)),
+        st.builds(lambda xs: {"anyOf": xs}, st.lists(inner, min_size=1, max_size=3)),
+        st.builds(lambda xs: {"oneOf": xs}, st.lists(inner, min_size=1, max_size=3)),
+        st.builds(lambda x: {"not": x}, inner),
+        st.builds(lambda i, t, e: {"if": i, "then": t, "else": e}, inner, inner, inner),
+        st.builds(lambda a, b: {**a, **b}, inner.filter(lambda x: isinstance(x, dict)),
+                  inner.filter(lambda x: isinstance(x, dict))),
+    )
+
+
+schemas = st.recursive(_leaf_schemas(), _extend, max_leaves=5)
+
+
+@pytest.mark.slow
+@settings(max_examples=40, deadline=None,
+          suppress_health_check=[HealthCheck.too_slow, HealthCheck.filter_too_much])
+@given(schema=schemas, instances=st.lists(values, min_size=1, max_size=6))
+def test_random_schemas_agree_with_jsonschema(schema: dict[str, Any],
+                                              instances: list[Any]) -> None:
+    try:
+        automaton = Automaton(schema_to_grammar(schema))
+    except (UnsupportedSchemaError, SchemaError):
+        return
+    validator = Draft202012Validator(schema)
+    for instance in instances:
+        text = json.dumps(instance).encode()
+        assert automaton.matches(text) == validator.is_valid(instance), (schema, instance)
