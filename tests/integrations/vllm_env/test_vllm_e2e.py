@@ -81,11 +81,12 @@ def test_mixed_batch_constrained_and_untouched(llm: Any) -> None:
 
 def test_bad_spec_is_rejected_at_admission(llm: Any) -> None:
     from vllm import SamplingParams
+    from vllm.exceptions import VLLMValidationError
 
     prompt = chat(llm, "Say a number.")
     good = SamplingParams(max_tokens=8, temperature=0.0, extra_args={"constrain": {"regex": "[0-9]{2}"}})
     bad = SamplingParams(max_tokens=8, extra_args={"constrain": {"regex": "([0-9]"}})
-    with pytest.raises(ValueError, match=r"extra_args\['constrain'\].*regex"):
+    with pytest.raises(VLLMValidationError, match=r"extra_args\['constrain'\].*regex"):
         llm.generate([prompt, prompt], [good, bad], use_tqdm=False)
     out = llm.generate([prompt], [good], use_tqdm=False)[0].outputs[0].text
     assert re.fullmatch("[0-9]{2}", out), out
