@@ -68,8 +68,8 @@ class GenerationResult:
 
 def generate(spec: Any, prompt: Prompt, *, model: Any = None, tokenizer: Any = None,
              max_new_tokens: int = 256, temperature: float = 0.0, top_p: float = 1.0,
-             seed: int | None = None, fast_forward: bool = True,
-             chat: bool = True) -> GenerationResult:
+             seed: int | None = None, fast_forward: bool = True, chat: bool = True,
+             schema_options: dict[str, Any] | None = None) -> GenerationResult:
     """Generate text for ``prompt`` that satisfies ``spec``.
 
     ``spec`` is anything :func:`constrain.specs.compile_spec` takes (a compiled constraint,
@@ -79,6 +79,9 @@ def generate(spec: Any, prompt: Prompt, *, model: Any = None, tokenizer: Any = N
     template wraps it, with ``chat=False`` a string prompt is used as raw text.
     ``temperature=0`` is greedy; otherwise sampling with ``top_p``, reproducible with
     ``seed``. ``model``/``tokenizer`` default to the embedded SmolLM2-135M-Instruct.
+    ``schema_options`` are :class:`~constrain.json_schema.JsonSchemaOptions` fields for
+    JSON Schema specs (``{"whitespace": "compact", "property_order": "schema"}`` makes
+    object keys forced, so fast-forward skips them).
 
     >>> r = generate({"regex": "[0-9]{3}"}, "Pick a number.", max_new_tokens=8)  # doctest: +SKIP
     >>> len(r.text), r.finished  # doctest: +SKIP
@@ -87,6 +90,7 @@ def generate(spec: Any, prompt: Prompt, *, model: Any = None, tokenizer: Any = N
     return generate_batch(
         [spec], [prompt], model=model, tokenizer=tokenizer, max_new_tokens=max_new_tokens,
         temperature=temperature, top_p=top_p, seed=seed, fast_forward=fast_forward, chat=chat,
+        schema_options=schema_options,
     )[0]
 
 
@@ -184,7 +188,8 @@ def _only_eos_left(matcher: Matcher) -> bool:
 def generate_batch(specs: Any, prompts: Sequence[Prompt], *, model: Any = None,
                    tokenizer: Any = None, max_new_tokens: int = 256, temperature: float = 0.0,
                    top_p: float = 1.0, seed: int | None = None, fast_forward: bool = True,
-                   chat: bool = True) -> list[GenerationResult]:
+                   chat: bool = True,
+                   schema_options: dict[str, Any] | None = None) -> list[GenerationResult]:
     """:func:`generate` for several prompts in one left-padded batch, one spec per prompt.
 
     ``specs`` is a list as long as ``prompts`` (a different constraint per row is fine), or
@@ -209,7 +214,8 @@ def generate_batch(specs: Any, prompts: Sequence[Prompt], *, model: Any = None,
     model, tokenizer = _defaults(model, tokenizer)
     vocab = hf_vocabulary(tokenizer, eos_token_ids=_model_eos(model))
     eos = vocab.eos_token_ids
-    compiled = [None if s is None else compile_spec(s, vocab) for s in spec_list]
+    options = schema_options or {}
+    compiled = [None if s is None else compile_spec(s, vocab, **options) for s in spec_list]
     rows = [_Row(None if c is None else c.matcher(), _encode(tokenizer, p, chat))
             for c, p in zip(compiled, prompts)]
     pad = tokenizer.pad_token_id if tokenizer.pad_token_id is not None else min(eos)

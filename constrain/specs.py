@@ -6,7 +6,8 @@ that application code can hand over whatever it has:
 - a :class:`~constrain.CompiledConstraint` (used as is; it must be for the same tokenizer),
 - a JSON Schema (a ``dict``, or ``True``/``False``),
 - a Pydantic model class (its ``model_json_schema()``),
-- ``{"regex": pattern}`` or ``{"choice": [str, ...]}`` (exactly that one key).
+- ``{"regex": pattern}``, ``{"choice": [str, ...]}`` or ``{"json": schema}`` (exactly that
+  one key; the names of vLLM's structured-output fields).
 
 No runtime is imported here; this is the one place that maps specs to compile calls.
 
@@ -52,7 +53,12 @@ def compile_spec(spec: Any, vocab: Vocabulary, **schema_options: Any) -> Compile
                 "tokenizer's Vocabulary"
             )
         return spec
-    if isinstance(spec, dict) and len(spec) == 1 and ("regex" in spec or "choice" in spec):
+    if isinstance(spec, dict) and len(spec) == 1 and {"regex", "choice", "json"} & spec.keys():
+        if "json" in spec:
+            schema = spec["json"]
+            if _is_pydantic_model(schema):
+                schema = schema.model_json_schema()
+            return compile_json_schema(schema, vocab, **schema_options)
         if "regex" in spec:
             pattern = spec["regex"]
             if not isinstance(pattern, str):
@@ -66,7 +72,7 @@ def compile_spec(spec: Any, vocab: Vocabulary, **schema_options: Any) -> Compile
     hint = ' (for a regex pass {"regex": text})' if isinstance(spec, str) else ""
     raise TypeError(
         "a spec is a CompiledConstraint, a JSON Schema dict, a Pydantic model class, "
-        f'{{"regex": ...}} or {{"choice": [...]}}; got {type(spec).__name__}{hint}'
+        f'{{"regex": ...}}, {{"choice": [...]}} or {{"json": ...}}; got {type(spec).__name__}{hint}'
     )
 
 

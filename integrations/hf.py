@@ -15,8 +15,8 @@ Logits wider than the vocabulary (padded embedding matrices) never allow the ext
 is allowed only where the constraint may end; a row whose prefix the constraint rejects
 (a beam kept alive with score -inf, an assistant's candidate) may only emit EOS.
 
-The packed bitmask is unpacked and applied with vectorized torch ops on the logits' device
-(:func:`apply_token_bitmask`). Importing this module imports torch and transformers; if
+The packed bitmask is unpacked and applied with vectorized ops on the logits' device, never a
+Python loop over tokens (:func:`apply_token_bitmask`). Importing this module imports torch and transformers; if
 either is missing it raises :class:`~constrain.errors.MissingDependencyError` naming the
 ``hf`` extra.
 
@@ -110,33 +110,59 @@ def apply_token_bitmask(logits: torch.Tensor, bitmask: torch.Tensor | np.ndarray
     clear, and for every ``t`` past the bitmask's words.
 
     ``logits`` is ``[rows, vocab]`` (or ``[vocab]`` with a 1-D ``bitmask``) on any device;
-    ``bitmask`` is int32 ``[rows, words]``, moved to the logits' device if needed. The bits
-    are unpacked there with one AND against the 32 bit values and applied by ``masked_fill``:
-    no Python loop over tokens or rows. Returns a new tensor unless ``inplace``.
+    ``bitmask`` is int32 ``[rows, words]`` (numpy or torch). Returns a new tensor unless
+    ``inplace``. No Python loop over tokens or rows: on an accelerator (or for half-precision
+    logits) the bits are unpacked on the logits' device by one AND against the 32 bit values
+    and applied with ``torch.where``; for float32/float64 CPU logits, numpy's ``unpackbits``
+    and ``copyto(where=)`` do the same in place, measured 5-7x faster than those torch ops
+    on CPU (``benchmarks/bench_hf.py``).
 
     >>> import torch
     >>> apply_token_bitmask(torch.zeros(1, 4), torch.tensor([[0b0101]], dtype=torch.int32))
     tensor([[0., -inf, 0., -inf]])
     """
-    if isinstance(bitmask, np.ndarray):
-        bitmask = torch.from_numpy(bitmask)
     flat = logits.dim() == 1
     scores = logits.unsqueeze(0) if flat else logits
-    words = bitmask.view(scores.shape[0], -1).to(scores.device, non_blocking=True)
-    width = scores.shape[-1]
-    blocked = (words.unsqueeze(-1) & _bit_values(scores.device)) == 0
-    blocked = blocked.view(scores.shape[0], -1)
-    if blocked.shape[1] >= width:
-        blocked = blocked[:, :width]
-    else:  # logits wider than the mask: the extra ids are never allowed
-        extra = torch.ones(scores.shape[0], width - blocked.shape[1], dtype=torch.bool,
-                           device=scores.device)
-        blocked = torch.cat([blocked, extra], dim=1)
-    if inplace:
-        out = scores.masked_fill_(blocked, float("-inf"))
+    rows, width = scores.shape
+    if (scores.device.type == "cpu" and scores.dtype in (torch.float32, torch.float64)
+            and not scores.requires_grad):
+        out = _apply_numpy(scores if inplace else scores.clone(), bitmask)
     else:
-        out = scores.masked_fill(blocked, float("-inf"))
+        out = _apply_torch(scores, bitmask, inplace)
     return out.squeeze(0) if flat else out
+
+
+def _apply_numpy(scores: torch.Tensor, bitmask: torch.Tensor | np.ndarray) -> torch.Tensor:
+    rows, width = scores.shape
+    words = bitmask.numpy(force=True) if isinstance(bitmask, torch.Tensor) else bitmask
+    words = np.ascontiguousarray(words, dtype=np.int32).reshape(rows, -1)
+    # Unpacking the inverted words yields the blocked ids directly, as a bool view.
+    blocked = np.unpackbits((~words).view(np.uint8), axis=-1, bitorder="little").view(bool)
+    target = scores.numpy()
+    known = min(width, blocked.shape[1])
+    np.copyto(target[:, :known], target.dtype.type(-np.inf), where=blocked[:, :known])
+    if known < width:  # logits wider than the mask: the extra ids are never allowed
+        target[:, known:] = -np.inf
+    return scores
+
+
+def _apply_torch(scores: torch.Tensor, bitmask: torch.Tensor | np.ndarray,
+                 inplace: bool) -> torch.Tensor:
+    rows, width = scores.shape
+    if isinstance(bitmask, np.ndarray):
+        bitmask = torch.from_numpy(np.ascontiguousarray(bitmask, dtype=np.int32))
+    words = bitmask.reshape(rows, -1).to(scores.device, non_blocking=True)
+    allowed = ((words.unsqueeze(-1) & _bit_values(scores.device)) != 0).view(rows, -1)
+    if allowed.shape[1] >= width:
+        allowed = allowed[:, :width]
+    else:  # logits wider than the mask: the extra ids are never allowed
+        extra = torch.zeros(rows, width - allowed.shape[1], dtype=torch.bool,
+                            device=scores.device)
+        allowed = torch.cat([allowed, extra], dim=1)
+    if inplace:
+        return scores.masked_fill_(~allowed, float("-inf"))
+    return torch.where(allowed, scores, torch.tensor(float("-inf"), dtype=scores.dtype,
+                                                     device=scores.device))
 
 
 _DEAD = None  # a prefix the constraint rejects: only EOS from here on
@@ -145,7 +171,7 @@ _DEAD = None  # a prefix the constraint rejects: only EOS from here on
 class ConstrainLogitsProcessor(LogitsProcessor):
     """A ``transformers`` logits processor over one compiled constraint per prompt.
 
-    Build it with :func:`logits_processor`. State is a dict from ``(prompt, generated
+    Build it with :func:`logits_processor`. State is a dict from ``(prompt index, generated
     tokens)`` to a :class:`~constrain.Matcher`; ``window`` is how many tokens behind the
     shortest row of the latest call entries are kept (assisted decoding re-asks for
     prefixes up to its candidate count back; older ones are rebuilt from the start if asked).
