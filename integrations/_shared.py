@@ -281,7 +281,7 @@ class TrackedMatcher:
         twin.broken, twin.label = self.broken, self.label
         return twin
 
-    def extend(self, tokens: Sequence[int]) -> None:
+    def extend(self, tokens: Sequence[int] | np.ndarray[Any, Any]) -> None:
         """Advance over newly generated ``tokens`` (negative ids, placeholders for
         tokens not known yet, stop the walk)."""
         for token in tokens:
@@ -299,7 +299,7 @@ class TrackedMatcher:
                     "now on", self.label or "?", token,
                 )
 
-    def sync(self, output_ids: Sequence[int]) -> None:
+    def sync(self, output_ids: Sequence[int] | np.ndarray[Any, Any]) -> None:
         """Catch up with the full list of generated ids; a list that shrank (a runtime
         discarded tokens) rolls the matcher back."""
         n = len(output_ids)

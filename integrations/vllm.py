@@ -309,20 +309,20 @@ class V2LogitsProcessor(_V2Base):  # type: ignore[misc]
         drafts = None if plain else ctx.input_ids.cpu().tolist()
         step: _Rows | None = None
         for row, slot in enumerate(row_slot):
-            tracked = self._slots.get(int(slot))
-            if tracked is None:
+            row_tracker = self._slots.get(int(slot))
+            if row_tracker is None:
                 continue
             if step is None:
-                step = _Rows(tracked.compiled.mask_words, len(row_slot))
+                step = _Rows(row_tracker.compiled.mask_words, len(row_slot))
             offset = int(local[row])
             if offset and drafts is not None:
                 # Draft tokens of this request sit at local positions 1..offset; position
                 # 0 is the last committed token, already consumed.
-                ahead = tracked.fork()
+                ahead = row_tracker.fork()
                 ahead.extend(drafts[row - offset + 1: row + 1])
                 step.add(row, ahead)
             else:
-                step.add(row, tracked)
+                step.add(row, row_tracker)
         if step is not None:
             step.apply(logits)
         return logits
