@@ -507,6 +507,7 @@ class Compiler:
         rest = self.value(spec.position_nodes(n), negative)
         base = array_language(self.syn, [p.expr() for p in positions], rest.expr(),
                               spec.min_items, spec.max_items)
+        self.refs.mark(base, any(self.refs.has_ref(p.expr()) for p in [*positions, rest]))
         conjuncts = [base]
         elements = self.refs.union([*positions, rest])
         for c in spec.contains:
@@ -615,7 +616,8 @@ class Compiler:
                                    intersection_ok=False) or object_language(
                 syn, listed, extras, 0, None, order="schema")
         assert expr is not None
-        return expr, keys
+        values = [m.value for m in (*listed, *extras)]
+        return self.refs.mark(expr, any(self.refs.has_ref(v) for v in values)), keys
 
     def _extras(self, spec: ObjectSpec, listed_keys: list[str], negative: bool) -> list[Member]:
         names: Expr | None = None

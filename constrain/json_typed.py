@@ -112,6 +112,12 @@ class RefTracker:
         ``over``, else a subset), or :class:`NeedsRegular`; without it parts that reference
         rules cannot be intersected or complemented."""
 
+    def mark(self, expr: Expr, has_ref: bool) -> Expr:
+        """Record what the caller knows (it built ``expr`` from parts it checked), so that
+        large new structures are not walked again."""
+        self._memo.setdefault(id(expr), (expr, has_ref))
+        return expr
+
     def _regular(self, expr: Expr, over: bool, json_type: str) -> Expr:
         if not self.has_ref(expr):
             return expr
