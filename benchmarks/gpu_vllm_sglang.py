@@ -15,7 +15,7 @@ runtime and backend: valid outputs, generated tokens, seconds, tokens/s.
 
 Setup (vLLM and SGLang pin different torch builds, so give each its own venv)::
 
-    python -m venv /opt/v && /opt/v/bin/pip install "vllm>=0.32,<0.33" -e . jsonschema
+    python -m venv /opt/v && /opt/v/bin/pip install "vllm>=0.32,<0.34" -e . jsonschema
     python -m venv /opt/s && /opt/s/bin/pip install "sglang==0.5.23" -e . jsonschema
     python scripts/export_smollm2_hf.py /data/smollm2-hf      # or any HF model folder
 

