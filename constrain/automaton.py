@@ -42,7 +42,7 @@ DEAD_STACK = -1  # a stack with a dead frame: dropped
 
 # Code points per UTF-8 length; surrogates are excluded by the caller.
 _UTF8_BANDS = ((0, 0x7F), (0x80, 0x7FF), (0x800, 0xFFFF), (0x10000, 0x10FFFF))
-_MAX_PUSHES_PER_STEP = 512
+_MAX_STACKS_PER_STEP = 100_000
 
 
 @dataclass(frozen=True)
@@ -246,7 +246,7 @@ class Automaton:
         nested rules must not depend on Python's recursion limit.
         """
         todo = [stack]
-        pushes = 0
+        seen = {stack}
         frames = self._stack_frames
         while todo:
             stack = todo.pop()
@@ -256,20 +256,24 @@ class Automaton:
             pieces, refs = self.terms.derivative(top)
             for bits, nxt in pieces:
                 out.append((bits, self._push(rest, nxt)))
+            followers = []
             for rule, nxt in refs.items():
-                pushes += 1
-                if pushes > _MAX_PUSHES_PER_STEP:
-                    raise GrammarError(
-                        "rules nest more than 512 deep without consuming input",
-                        list(self.grammar.rules)[rule],
-                    )
                 # A call in tail position leaves nothing to return to (tail-call
                 # elimination), so right recursion does not grow the stack.
                 caller = self._push(rest, nxt)
                 if caller != DEAD_STACK:
-                    todo.append(self._push(caller, self.rule_terms[rule]))
+                    followers.append(self._push(caller, self.rule_terms[rule]))
             if rest != EMPTY_STACK and self.terms.nullable(top):
-                todo.append(rest)
+                followers.append(rest)
+            for follower in followers:
+                if follower not in seen:  # a stack reached twice has been expanded once
+                    seen.add(follower)
+                    todo.append(follower)
+            if len(seen) > _MAX_STACKS_PER_STEP:
+                raise ResourceLimitError(
+                    "max_stacks_per_step", _MAX_STACKS_PER_STEP,
+                    "rules reach too many different calls without consuming input",
+                )
 
     def _compute_row(self, state: int) -> None:
         with self._lock, _deep_recursion():
