@@ -44,7 +44,8 @@ class GenerationResult:
     many forward passes this row used (the prompt's included); ``forced_tokens`` how many of
     ``token_ids`` were fast-forwarded rather than chosen by the model; ``seconds`` the time
     from the first forward pass until this row was done; ``finished`` whether the constraint
-    accepted the text and EOS ended it (``False``: ``max_new_tokens`` ran out first).
+    accepted the text and EOS ended it, or nothing but EOS could follow when the budget ran
+    out (``False``: ``max_new_tokens`` ran out while the text was incomplete or could go on).
 
     >>> r = GenerationResult("ok", [1, 2], model_calls=2, forced_tokens=0, seconds=0.5,
     ...                      finished=True)
@@ -103,7 +104,7 @@ class _Row:
     calls: int = 0
     done: bool = False
     finished: bool = False
-    seconds: float = 0.0
+    seconds: float | None = None
 
 
 def _torch() -> Any:
@@ -155,23 +156,25 @@ def _choose(torch: Any, logits: Any, temperature: float, top_p: float, generator
 
 
 class _Forward:
-    """One forward pass over new tokens, whatever this transformers version calls the cache."""
+    """One forward pass over new tokens, whatever this transformers version calls its
+    arguments (``cache`` or ``past_key_values``; ``logits_to_keep`` or its older name)."""
 
     def __init__(self, model: Any) -> None:
         import inspect
 
         self.model = model
-        self.cache_arg = (
-            "cache" if "cache" in inspect.signature(model.forward).parameters
-            else "past_key_values"
-        )
+        params = inspect.signature(model.forward).parameters
+        self.cache_arg = "cache" if "cache" in params else "past_key_values"
+        # Only the last position's logits are needed: skip the LM head over the prompt.
+        keep = next((k for k in ("logits_to_keep", "num_logits_to_keep") if k in params), None)
+        self.extra: dict[str, Any] = {} if keep is None else {keep: 1}
         self.cache: Any = None
 
     def __call__(self, torch: Any, ids: Any, attention: Any) -> Any:
         positions = (attention.cumsum(-1) - 1).clamp(min=0)[:, -ids.shape[1]:]
         out = self.model(
             input_ids=ids, attention_mask=attention, position_ids=positions,
-            use_cache=True, logits_to_keep=1, **{self.cache_arg: self.cache},
+            use_cache=True, **self.extra, **{self.cache_arg: self.cache},
         )
         cache = getattr(out, "cache", None)
         self.cache = out.past_key_values if cache is None else cache
@@ -233,15 +236,22 @@ def generate_batch(specs: Any, prompts: Sequence[Prompt], *, model: Any = None,
         ff = forced_tokens(row.matcher, max_new_tokens - len(row.tokens)) if fast_forward else []
         row.tokens.extend(ff)
         row.forced += len(ff)
-        if len(row.tokens) >= max_new_tokens:
-            row.done = True
-        elif fast_forward and _only_eos_left(row.matcher):
-            row.matcher.advance(min(eos))
-            row.done = row.finished = True
+        if len(row.tokens) >= max_new_tokens or (fast_forward and _only_eos_left(row.matcher)):
+            stop(row)
         return ff
+
+    def stop(row: _Row) -> None:
+        """End ``row``; it is finished if its constraint can only end now (EOS is implied)."""
+        row.done = True
+        if row.matcher is not None and _only_eos_left(row.matcher):
+            row.matcher.advance(min(eos))
+            row.finished = True
 
     # Forced bytes at the very start ride along with the prompt in the first call.
     chunks = [row.prompt + advance_forced(row) for row in rows]
+    for row in rows:
+        if row.done:  # nothing to ask the model: e.g. a choice with a single option
+            row.seconds = 0.0
     forward = _Forward(model)
     width = max(len(c) for c in chunks)
     ids = torch.tensor([[pad] * (width - len(c)) + c for c in chunks], device=device)
@@ -283,7 +293,7 @@ def generate_batch(specs: Any, prompts: Sequence[Prompt], *, model: Any = None,
                 else:
                     row.tokens.append(token)
                     if len(row.tokens) >= max_new_tokens:
-                        row.done = True
+                        stop(row)
                     else:
                         chunk = [token] + advance_forced(row)
                 if row.done:
@@ -304,7 +314,7 @@ def generate_batch(specs: Any, prompts: Sequence[Prompt], *, model: Any = None,
             token_ids=list(row.tokens),
             model_calls=row.calls,
             forced_tokens=row.forced,
-            seconds=row.seconds or now,
+            seconds=now if row.seconds is None else row.seconds,
             finished=row.finished,
             prompt_tokens=len(row.prompt),
         )

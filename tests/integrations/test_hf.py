@@ -430,3 +430,18 @@ def test_fast_forward_saves_model_calls_same_text(smollm2_model: Any,
     assert fast.text == slow.text
     assert fast.forced_tokens >= 8
     assert fast.model_calls * 2 < slow.model_calls, (fast.model_calls, slow.model_calls)
+
+
+@pytest.mark.model
+def test_generate_edge_budgets(smollm2_model: Any, smollm2_tokenizer: Any) -> None:
+    """A one-option choice needs no model call; a budget that ends exactly where the
+    constraint must end still counts as finished; a short budget does not."""
+    kw: dict[str, Any] = {"model": smollm2_model, "tokenizer": smollm2_tokenizer}
+    only = generate({"choice": ["forty-two"]}, "The answer?", **kw)
+    assert (only.text, only.finished, only.model_calls) == ("forty-two", True, 0)
+    exact = generate({"regex": "[0-9]{2}"}, "Pick a number.", max_new_tokens=2, **kw)
+    assert exact.finished and len(exact.text) == 2
+    short = generate({"regex": "[0-9]{6}"}, "Pick a number.", max_new_tokens=2, **kw)
+    assert not short.finished and len(short.token_ids) == 2
+    with pytest.raises(ValueError, match="both model"):
+        generate({"regex": "a"}, "hi", model=smollm2_model)
