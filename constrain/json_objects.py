@@ -83,6 +83,10 @@ values; larger ones intersect one such automaton per group of :data:`GROUP_KEYS`
 
 GROUP_KEYS = 6
 
+MAX_COUNTED_STATES = 1024
+"""Nodes allowed for an explicit automaton that also counts unlisted members
+(``minProperties``/``maxProperties`` with extra keys)."""
+
 _OBJECT_KEYWORDS = ("properties", "patternProperties", "additionalProperties", "required",
                     "propertyNames", "minProperties", "maxProperties")
 
@@ -211,8 +215,10 @@ def object_language(syn: JsonSyntax, listed: Sequence[Member], extras: Sequence[
     counted = _counted(len(listed), bool(extras), low, high, sum(required))
     texts = listed_texts + extra_texts
     n = len(listed)
+    cap = high if high is not None else low
     if order == "any":
-        if n <= MAX_SUBSET_KEYS and not (counted and extras):
+        if n <= MAX_SUBSET_KEYS and (not (counted and extras) or (
+                2 ** n * (cap + 1) <= MAX_COUNTED_STATES)):
             return _tracked(syn, texts, required, range(n), low, high)
         if not intersection_ok:
             return None
@@ -222,10 +228,12 @@ def object_language(syn: JsonSyntax, listed: Sequence[Member], extras: Sequence[
             conjuncts.append(_count(syn, texts, set(range(len(texts))), low, high))
         return intersect(*conjuncts) if len(conjuncts) > 1 else conjuncts[0]
     if order == "repeatable":
+        # Only maxProperties survives repeats (a repeated key makes the object smaller).
         must = [i for i in range(n) if required[i]]
-        if counted or len(must) > MAX_SUBSET_KEYS:
+        if low > sum(required) or len(must) > MAX_SUBSET_KEYS or (
+                counted and 2 ** len(must) * (cap + 1) > MAX_COUNTED_STATES):
             return None
-        return _tracked(syn, texts, required, must, 0, None)
+        return _tracked(syn, texts, required, must, 0, high)
     body = _schema_order(syn, listed_texts, required, extra_texts)
     if counted:
         if not intersection_ok:
@@ -237,38 +245,49 @@ def object_language(syn: JsonSyntax, listed: Sequence[Member], extras: Sequence[
 def _tracked(syn: JsonSyntax, texts: Sequence[Expr], required: Sequence[bool],
              track: Sequence[int], low: int, high: int | None) -> Expr:
     """Objects whose members are ``texts`` in any order, where each tracked member occurs
-    at most once (required ones exactly once) and the others any number of times.
+    at most once (required ones exactly once) and the others any number of times, with
+    ``low..high`` members in all.
 
-    An explicit automaton over the set of tracked members written so far: ``2**len(track)``
-    shared nodes and no intersection, so values may reference rules. ``low``/``high``
-    bound the member count exactly when every member is tracked.
+    An explicit automaton over the set of tracked members written so far and, when the
+    count matters, the number of other members (capped where the bounds stop caring):
+    ``2**len(track) * (cap + 1)`` shared nodes and no intersection, so values may
+    reference rules.
     """
     track = list(track)
     tracked = set(track)
     others = [t for i, t in enumerate(texts) if i not in tracked]
     other = alt(*others) if others else NOTHING
-    more_others = star(seq(syn.comma, other)) if others else EMPTY
+    counting = bool(others) and (low > 0 or high is not None)
+    cap = (high if high is not None else low) if counting else 0
+    more_others = star(seq(syn.comma, other)) if others and not counting else EMPTY
     must = sum(1 << j for j, i in enumerate(track) if required[i])
-    memo: dict[int, Expr] = {}
+    memo: dict[tuple[int, int], Expr] = {}
 
-    def after(seen: int) -> Expr:
-        found = memo.get(seen)
+    def after(seen: int, extra: int) -> Expr:
+        found = memo.get((seen, extra))
         if found is not None:
             return found
-        size = bin(seen).count("1")
+        size = bin(seen).count("1") + extra
+        # Past the lower bound with no upper one, more others change nothing: loop.
+        saturated = counting and high is None and extra >= cap
         options: list[Expr] = []
         if seen & must == must and low <= size:
             options.append(EMPTY)
         if high is None or size < high:
-            options.extend(seq(syn.comma, texts[i], after(seen | 1 << j))
+            options.extend(seq(syn.comma, texts[i], after(seen | 1 << j, extra))
                            for j, i in enumerate(track) if not seen >> j & 1)
-        result = seq(more_others, alt(*options)) if options else NOTHING
-        memo[seen] = result
+            if counting and not saturated:
+                options.append(seq(syn.comma, other, after(seen, extra + 1)))
+        loop = star(seq(syn.comma, other)) if saturated else more_others
+        result = seq(loop, alt(*options)) if options else NOTHING
+        memo[(seen, extra)] = result
         return result
 
-    starts = [seq(texts[i], after(1 << j)) for j, i in enumerate(track)]
-    if others:
-        starts.insert(0, seq(other, after(0)))
+    starts: list[Expr] = []
+    if high is None or high >= 1:
+        starts = [seq(texts[i], after(1 << j, 0)) for j, i in enumerate(track)]
+        if others:
+            starts.insert(0, seq(other, after(0, 1 if counting else 0)))
     return syn.obj(alt(*starts) if starts else NOTHING, must == 0 and low == 0)
 
 
