@@ -17,8 +17,7 @@ from constrain.errors import MissingDependencyError
 from constrain.vocab import Vocabulary
 
 #: Multi-byte tokens of ``byte_vocab``, at ids 256.. in this order; EOS follows them.
-BYTE_VOCAB_EXTRA = (b"ab", b"abc", b'{"', b'":', "é".encode(), b"\xe6", b"\x97\xa5")
-BYTE_VOCAB_EOS = 256 + len(BYTE_VOCAB_EXTRA)
+from byte_vocab_layout import BYTE_VOCAB_EOS, BYTE_VOCAB_EXTRA  # noqa: E402
 
 
 def _tokenizer_cache(config: pytest.Config) -> Path | None:

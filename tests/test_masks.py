@@ -13,7 +13,7 @@ from typing import Any
 
 import numpy as np
 import pytest
-from conftest import BYTE_VOCAB_EOS
+from byte_vocab_layout import BYTE_VOCAB_EOS
 
 from constrain import walk_kernel
 from constrain.automaton import Automaton

@@ -9,7 +9,7 @@ from concurrent.futures import ThreadPoolExecutor
 
 import numpy as np
 import pytest
-from conftest import BYTE_VOCAB_EOS
+from byte_vocab_layout import BYTE_VOCAB_EOS
 
 from constrain import compile_choice, compile_regex
 from constrain.compiler import CompiledConstraint
