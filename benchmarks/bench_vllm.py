@@ -134,12 +134,15 @@ def sampling_params(backend: str, max_tokens: int, copies: int) -> list[Any]:
     return out
 
 
-def run_backend(llm: Any, backend: str, max_tokens: int = 96, copies: int = 1) -> Result:
-    """Generate the request set once through ``backend`` and score it (a warm-up run of
-    one request first, so compile and first-call costs do not count as throughput)."""
+def run_backend(llm: Any, backend: str, max_tokens: int = 96, copies: int = 1,
+                warm: bool = False) -> Result:
+    """Generate the request set through ``backend`` and score it. A warm-up run first: of
+    one request (cold: compiling and the first masks of each state count), or with
+    ``warm`` of the whole set (steady state: every grammar compiled, masks cached)."""
     texts = prompts(llm, copies)
     params = sampling_params(backend, max_tokens, copies)
-    llm.generate(texts[:1], params[:1], use_tqdm=False)
+    n = len(CASES) if warm else 1
+    llm.generate(texts[:n], params[:n], use_tqdm=False)
     start = time.perf_counter()
     outs = llm.generate(texts, params, use_tqdm=False)
     seconds = time.perf_counter() - start
@@ -149,9 +152,10 @@ def run_backend(llm: Any, backend: str, max_tokens: int = 96, copies: int = 1) -
     return Result(backend, valid, len(texts_out), tokens, seconds, texts_out)
 
 
-def run_engine(model: str, engine: str, max_tokens: int, copies: int) -> list[Result]:
+def run_engine(model: str, engine: str, max_tokens: int, copies: int,
+               warm: bool = False) -> list[Result]:
     llm = make_llm(model, engine)
-    return [run_backend(llm, b, max_tokens, copies) for b in ENGINES[engine]]
+    return [run_backend(llm, b, max_tokens, copies, warm) for b in ENGINES[engine]]
 
 
 def table(results: list[Result]) -> str:
@@ -170,16 +174,20 @@ def main(argv: list[str] | None = None) -> int:
                         help="engines to run: " + ", ".join(ENGINES))
     parser.add_argument("--max-tokens", type=int, default=96)
     parser.add_argument("--copies", type=int, default=1)
+    parser.add_argument("--warm", action="store_true",
+                        help="warm up with the whole request set (steady state) instead of "
+                             "one request")
     parser.add_argument("--json-out", help="write results here as JSON (used internally)")
     parser.add_argument("--show-outputs", action="store_true")
     args = parser.parse_args(argv)
     engines = [e for e in args.engines.split(",") if e]
     results: list[Result] = []
     if len(engines) == 1:
-        results = run_engine(args.model, engines[0], args.max_tokens, args.copies)
+        results = run_engine(args.model, engines[0], args.max_tokens, args.copies, args.warm)
     else:  # one process per engine: vLLM engines do not share a process cleanly
         for engine in engines:
-            results.extend(run_in_subprocess(args.model, engine, args.max_tokens, args.copies))
+            results.extend(run_in_subprocess(args.model, engine, args.max_tokens, args.copies,
+                                             args.warm))
     if args.json_out:
         with open(args.json_out, "w") as f:
             json.dump([asdict(r) for r in results], f)
@@ -191,13 +199,15 @@ def main(argv: list[str] | None = None) -> int:
     return 0
 
 
-def run_in_subprocess(model: str, engine: str, max_tokens: int, copies: int) -> list[Result]:
+def run_in_subprocess(model: str, engine: str, max_tokens: int, copies: int,
+                      warm: bool = False) -> list[Result]:
     """:func:`run_engine` in a fresh interpreter (same Python, same environment)."""
     import tempfile
 
     with tempfile.NamedTemporaryFile(suffix=".json") as out:
         cmd = [sys.executable, os.path.abspath(__file__), "--model", model, "--engines", engine,
-               "--max-tokens", str(max_tokens), "--copies", str(copies), "--json-out", out.name]
+               "--max-tokens", str(max_tokens), "--copies", str(copies), "--json-out", out.name,
+               *(["--warm"] if warm else [])]
         subprocess.run(cmd, check=True, stdout=subprocess.DEVNULL)
         with open(out.name) as f:
             return [Result(**r) for r in json.load(f)]
