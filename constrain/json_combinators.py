@@ -137,7 +137,7 @@ class Combinators:
         except NeedsRegular as e:
             self.c.refuse("anyOf", node.pointer + "/anyOf",
                           f"too many branch combinations to merge, and the {e.json_type} "
-                          f"branches are not regular")
+                          f"branches are not regular", negative)
             return base
 
     def _oneOf(self, flat: list[Node], node: Node, negative: bool) -> Typed:
@@ -185,7 +185,7 @@ class Combinators:
                 pair = min(overlaps)
                 self.c.refuse("oneOf", node.pointer + "/oneOf",
                               f"branches {pair[0]} and {pair[1]} may both accept the same "
-                              f"{t} values, and those are recursive or free-form")
+                              f"{t} values, and those are recursive or free-form", negative)
                 pieces = [langs[i].parts[t] for i in idx]
             if pieces:
                 parts[t] = alt(*pieces)
@@ -197,7 +197,7 @@ class Combinators:
             except NeedsRegular as e:
                 self.c.refuse("oneOf", node.pointer + "/oneOf",
                               f"too many branch combinations to merge, and the {e.json_type} "
-                              f"branches are not regular")
+                              f"branches are not regular", negative)
                 return base
         return result
 
@@ -368,7 +368,7 @@ class Combinators:
                         part = self.refs.minus(base, cut, t, negative)
                     except NeedsRegular:
                         self.c.refuse(keyword, pointer, f"its {t} part is recursive or "
-                                      "free-form (has no regular complement)")
+                                      "free-form (has no regular complement)", negative)
                         part = base.parts[t]
             if part is not None:
                 parts[t] = part

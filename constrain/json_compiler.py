@@ -155,9 +155,15 @@ class Compiler:
 
     # -- errors and warnings -----------------------------------------------------------
 
-    def refuse(self, keyword: str, pointer: str, detail: str) -> None:
+    def refuse(self, keyword: str, pointer: str, detail: str, negative: bool = False) -> None:
         """Raise :class:`UnsupportedSchemaError`, or with ``lenient`` warn and return (the
-        caller then over-approximates by ignoring ``keyword``)."""
+        caller then over-approximates by ignoring ``keyword``).
+
+        In negative position (a language that will be complemented) ignoring a keyword
+        gives a larger language, which is the safe side: the call returns silently and the
+        final language is only smaller than exact."""
+        if negative:
+            return
         if not self.options.lenient:
             raise UnsupportedSchemaError(keyword, pointer, detail)
         from .json_schema import ApproximationWarning
@@ -266,7 +272,7 @@ class Compiler:
         for n in flat:
             for k in n.schema:
                 if k in self.dialect.keywords and k not in n.skip and k not in SUPPORTED_KEYWORDS:
-                    self.refuse(k, f"{n.pointer}/{k}", "this keyword is not supported")
+                    self.refuse(k, f"{n.pointer}/{k}", "this keyword is not supported", negative)
                     flat = [m.without(k) if m is n else m for m in flat]
         if not flat:
             return self.universe()
@@ -346,7 +352,7 @@ class Compiler:
             full.add("boolean")
             values.extend((True, False))
         if "number" in allowed or "integer" in allowed:
-            number, is_full = self._number(flat, "number" not in allowed)
+            number, is_full = self._number(flat, "number" not in allowed, negative)
             if number is not NOTHING:
                 parts["number"] = number
                 if is_full:
@@ -379,7 +385,7 @@ class Compiler:
         return Typed(parts, frozenset(full), tuple(values) if values is not None else None,
                      keys, frozenset(opaque))
 
-    def _number(self, flat: list[Node], integer: bool) -> tuple[Expr, bool]:
+    def _number(self, flat: list[Node], integer: bool, negative: bool) -> tuple[Expr, bool]:
         draft4 = not self.dialect.integer_floats
         lower: tuple[Any, bool] | None = None
         upper: tuple[Any, bool] | None = None
@@ -406,7 +412,7 @@ class Compiler:
                 exprs.append(self._numbers(integer, multiple, kwargs))
             except NotExpressible as e:
                 assert node is not None
-                self.refuse("multipleOf", node.pointer + "/multipleOf", e.reason)
+                self.refuse("multipleOf", node.pointer + "/multipleOf", e.reason, negative)
         if not exprs:  # every multipleOf was refused leniently
             exprs.append(self._numbers(integer, None, kwargs))
         return (exprs[0] if len(exprs) == 1 else intersect(*exprs)), False
@@ -459,7 +465,7 @@ class Compiler:
         try:
             expr = parse_regex(pattern, search=True, unicode=negative)
         except (UnsupportedRegexError, RegexSyntaxError, ResourceLimitError) as e:
-            self.refuse("pattern", pointer, str(e))
+            self.refuse("pattern", pointer, str(e), negative)
             self._patterns[key] = None  # type: ignore[assignment]
             return None
         if negative and "$" in pattern:
@@ -482,7 +488,7 @@ class Compiler:
             from .json_formats import format_expr
         except ImportError:
             self.refuse("format", pointer, "format languages (constrain.json_formats) are "
-                        "not available")
+                        "not available", negative)
             return None
         expr = format_expr(name)
         if expr is None:
@@ -520,11 +526,11 @@ class Compiler:
                                              negative)
             except NeedsRegular as e:
                 self.refuse("contains", pointer,
-                            f"its {e.json_type} elements are recursive or free-form")
+                            f"its {e.json_type} elements are recursive or free-form", negative)
                 continue
             conjuncts.append(counted_array(self.syn, other.expr(), mine.expr(), c.low, c.high))
         if spec.unique is not None and (spec.max_items is None or spec.max_items > 1):
-            unique = self._unique(spec.unique, elements)
+            unique = self._unique(spec.unique, elements, negative)
             if unique is not None:
                 conjuncts.extend(unique)
         if len(conjuncts) == 1:
@@ -534,21 +540,21 @@ class Compiler:
         except NeedsRegular:
             keyword = "contains" if spec.contains else "uniqueItems"
             self.refuse(keyword, flat[0].pointer, "the array's elements are recursive or "
-                        "free-form, so they cannot be counted")
+                        "free-form, so they cannot be counted", negative)
             return base
 
-    def _unique(self, node: Node, elements: Typed) -> list[Expr] | None:
+    def _unique(self, node: Node, elements: Typed, negative: bool) -> list[Expr] | None:
         pointer = node.pointer + "/uniqueItems"
         if elements.values is None:
             self.refuse("uniqueItems", pointer, "exact only when every element comes from a "
-                        "small finite set of values (enum, const, boolean, null)")
+                        "small finite set of values (enum, const, boolean, null)", negative)
             return None
         values: dict[Any, Any] = {}
         for v in elements.values:
             values.setdefault(canonical(v), v)
         if len(values) > self.options.max_unique_values:
             self.refuse("uniqueItems", pointer, f"{len(values)} possible element values "
-                        f"(max_unique_values={self.options.max_unique_values})")
+                        f"(max_unique_values={self.options.max_unique_values})", negative)
             return None
         texts = {k: literal_expr(self.syn, v, all_spellings=True) for k, v in values.items()}
         return [counted_array(self.syn, alt(*(e for j, e in texts.items() if j != k)), texts[k],
@@ -580,6 +586,8 @@ class Compiler:
             listed.append(Member(syn.strings.literal(key), value.expr(), key in spec.required))
         extras: list[Member] = []
         if len(spec.patterns) > MAX_PATTERNS:
+            if negative:
+                return None, None  # opaque: stands in as every object
             self.refuse("patternProperties", flat[0].pointer,
                         f"more than {MAX_PATTERNS} patterns in one object")
         else:

@@ -390,6 +390,15 @@ def test_inexact_formats_are_complemented_safely() -> None:
         assert not accepts(schema, text)
 
 
+def test_unsupported_under_not_is_safely_ignored() -> None:
+    # Ignoring a keyword inside "not" only makes the removed language larger: the result
+    # is smaller than exact but sound, so nothing is refused.
+    schema = {"type": "array", "not": {"items": {"type": "string"}, "uniqueItems": True}}
+    a = Automaton(schema_to_grammar(schema))
+    assert not a.matches(b'["a", "b"]') and not a.matches(b'["a", "a"]')
+    assert a.matches(b'[1]')
+
+
 def test_annotations_and_unknown_keywords_are_ignored() -> None:
     schema = {"title": "t", "description": "d", "examples": [1], "default": 2, "$comment": "c",
               "deprecated": True, "readOnly": True, "x-custom": {"type": "string"},
