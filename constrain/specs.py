@@ -34,10 +34,15 @@ def _is_pydantic_model(spec: Any) -> bool:
     return isinstance(spec, type) and callable(getattr(spec, "model_json_schema", None))
 
 
+GENERATION_SCHEMA_DEFAULTS: dict[str, Any] = {"escapes": "required"}
+
+
 def compile_spec(spec: Any, vocab: Vocabulary, **schema_options: Any) -> CompiledConstraint:
     """Compile one spec (see the module docstring) for ``vocab``.
 
-    ``schema_options`` go to :func:`~constrain.compile_json_schema` for schema specs.
+    ``schema_options`` go to :func:`~constrain.compile_json_schema` for schema specs. For
+    generation the escape policy defaults to ``"required"``: with every JSON escape allowed,
+    small models start spelling plain characters as ``\\u006c`` and derail.
 
     >>> from constrain import Vocabulary
     >>> vocab = Vocabulary.from_token_bytes([b"1", b"2", None], eos_token_ids=[2])
@@ -45,6 +50,7 @@ def compile_spec(spec: Any, vocab: Vocabulary, **schema_options: Any) -> Compile
     >>> m.advance(0), m.advance(1), m.is_accepting()
     (True, True, True)
     """
+    schema_options = {**GENERATION_SCHEMA_DEFAULTS, **schema_options}
     if isinstance(spec, CompiledConstraint):
         if spec.vocab.tokenizer_size != vocab.tokenizer_size:
             raise TokenizerError(
