@@ -45,7 +45,7 @@ from .json_typed import JSON_TYPES, NeedsRegular, Typed
 if TYPE_CHECKING:
     from .json_compiler import Compiler
 
-__all__ = ["Combinators", "GROUP_KEYWORDS"]
+__all__ = ["GROUP_KEYWORDS", "Combinators"]
 
 GROUP_KEYWORDS = ("dependentRequired", "dependentSchemas", "dependencies", "anyOf", "oneOf",
                   "if", "not")
@@ -74,7 +74,8 @@ class Combinators:
         for keyword in GROUP_KEYWORDS:
             for node in flat:
                 if node.has(keyword):
-                    return getattr(self, "_" + keyword)(flat, node, negative)
+                    result: Typed = getattr(self, "_" + keyword)(flat, node, negative)
+                    return result
         return None
 
     # -- helpers -------------------------------------------------------------------------
@@ -96,7 +97,7 @@ class Combinators:
         deps = node.get(keyword)
 
         def cases() -> dict[str, Any]:
-            branches = []
+            branches: list[dict[str, Any]] = []
             for key, need in deps.items():
                 absent = {"properties": {key: False}}
                 if isinstance(need, list):

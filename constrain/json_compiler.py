@@ -42,26 +42,19 @@ from typing import TYPE_CHECKING, Any
 
 from jsonschema import validators
 
-from .errors import RegexSyntaxError, ResourceLimitError, UnsupportedRegexError
-from .errors import UnsupportedSchemaError
+from .errors import ResourceLimitError, UnsupportedSchemaError
 from .grammar import (
-    ANY_CHAR,
     NOTHING,
     Expr,
     Grammar,
     alt,
-    complement,
     intersect,
-    literal,
     ref,
-    repeat,
-    seq,
 )
 from .json_arrays import ArraySpec, array_language, counted_array
 from .json_literals import canonical, float_spelled, integer_spelled, json_type
 from .json_literals import literal as literal_expr
 from .json_nodes import Dialect, Node
-from .json_numbers import NotExpressible, integer_expr, number_expr
 from .json_objects import (
     MAX_PATTERNS,
     Member,
@@ -78,7 +71,7 @@ from .regex import parse_regex
 if TYPE_CHECKING:
     from .json_schema import JsonSchemaOptions
 
-__all__ = ["Compiler", "SUPPORTED_KEYWORDS"]
+__all__ = ["SUPPORTED_KEYWORDS", "Compiler"]
 
 SUPPORTED_KEYWORDS = frozenset({
     "type", "enum", "const", "$ref", "allOf", "anyOf", "oneOf", "not", "if", "then", "else",
@@ -97,8 +90,6 @@ MAX_NESTING = 400
 chains of merged schemas)."""
 
 _ALL_TYPES = frozenset({*JSON_TYPES, "integer"})
-# Formats whose json_formats language is exactly what jsonschema's checker accepts.
-_EXACT_FORMATS = frozenset({"date", "ipv4", "ipv6", "json-pointer", "relative-json-pointer"})
 
 
 @dataclass
@@ -134,15 +125,16 @@ class Compiler:
         self._memo: dict[Any, Typed] = {}
         self._active: dict[Any, _Active] = {}
         self._names: set[str] = set()
-        self._patterns: dict[tuple[str, bool], Expr] = {}
         self._warned: set[str] = set()
         self._synthetic: dict[Any, Any] = {}
         self._universe: Typed | None = None
         self.refs_in_and = (options.property_order == "any"
                             and refs_in_intersection_supported())
         from .json_combinators import Combinators
+        from .json_scalars import Scalars
 
         self.combinators = Combinators(self)
+        self.scalars = Scalars(self)
 
     # -- entry -------------------------------------------------------------------------
 
@@ -340,26 +332,27 @@ class Compiler:
                 allowed &= declared
         parts: dict[str, Expr] = {}
         full: set[str] = set()
-        values: list[Any] | None = []
+        finite: list[Any] = []
+        values: list[Any] | None = finite
         keys: ObjectKeys | None = None
         syn = self.syn
         if "null" in allowed:
             parts["null"] = syn.null
             full.add("null")
-            values.append(None)
+            finite.append(None)
         if "boolean" in allowed:
             parts["boolean"] = alt(syn.true, syn.false)
             full.add("boolean")
-            values.extend((True, False))
+            finite.extend((True, False))
         if "number" in allowed or "integer" in allowed:
-            number, is_full = self._number(flat, "number" not in allowed, negative)
+            number, is_full = self.scalars.number(flat, "number" not in allowed, negative)
             if number is not NOTHING:
                 parts["number"] = number
                 if is_full:
                     full.add("number")
                 values = None
         if "string" in allowed:
-            string = self._string(flat, negative)
+            string = self.scalars.string(flat, negative)
             parts["string"] = string
             if string is syn.string:
                 full.add("string")
@@ -384,124 +377,6 @@ class Compiler:
             values = None
         return Typed(parts, frozenset(full), tuple(values) if values is not None else None,
                      keys, frozenset(opaque))
-
-    def _number(self, flat: list[Node], integer: bool, negative: bool) -> tuple[Expr, bool]:
-        draft4 = not self.dialect.integer_floats
-        lower: tuple[Any, bool] | None = None
-        upper: tuple[Any, bool] | None = None
-        multiples: list[tuple[Any, Node]] = []
-        for n in flat:
-            for value, exclusive, is_lower in _bounds(n, draft4):
-                bound = (value, exclusive)
-                if is_lower:
-                    lower = bound if lower is None else _tighter(lower, bound, lower=True)
-                else:
-                    upper = bound if upper is None else _tighter(upper, bound, lower=False)
-            if n.has("multipleOf"):
-                multiples.append((n.get("multipleOf"), n))
-        if lower is None and upper is None and not multiples and not integer:
-            return self.syn.number, True
-        kwargs: dict[str, Any] = {
-            "minimum": lower[0] if lower else None, "maximum": upper[0] if upper else None,
-            "exclusive_minimum": bool(lower and lower[1]),
-            "exclusive_maximum": bool(upper and upper[1]),
-        }
-        exprs = []
-        for multiple, node in (multiples or [(None, None)]):
-            try:
-                exprs.append(self._numbers(integer, multiple, kwargs))
-            except NotExpressible as e:
-                assert node is not None
-                self.refuse("multipleOf", node.pointer + "/multipleOf", e.reason, negative)
-        if not exprs:  # every multipleOf was refused leniently
-            exprs.append(self._numbers(integer, None, kwargs))
-        return (exprs[0] if len(exprs) == 1 else intersect(*exprs)), False
-
-    def _numbers(self, integer: bool, multiple: Any, bounds: dict[str, Any]) -> Expr:
-        if not integer:
-            return number_expr(multiple_of=multiple, **bounds)
-        ints = integer_expr(multiple_of=multiple, **bounds)
-        if not self.dialect.integer_floats:
-            return ints
-        # Since draft 6 an integral float is an integer. json_numbers' complete set of such
-        # spellings derives slowly (one alternative per exponent); this subset holds every
-        # float json.dumps writes for an integral value (``3.0``, ``1e+16``).
-        return alt(ints, intersect(number_expr(multiple_of=multiple, **bounds),
-                                   _integral_floats()))
-
-    def _string(self, flat: list[Node], negative: bool) -> Expr:
-        low = max((n.get("minLength", 0) for n in flat), default=0)
-        highs = [n.get("maxLength") for n in flat if n.has("maxLength")]
-        high = min(highs) if highs else None
-        decoded: list[Expr] = []
-        if low > 0 or high is not None:
-            if high is not None and high < low:
-                return NOTHING
-            decoded.append(repeat(ANY_CHAR, low, high))
-        for n in flat:
-            if n.has("pattern"):
-                e = self.pattern(n.get("pattern"), f"{n.pointer}/pattern", negative)
-                if e is not None:
-                    decoded.append(e)
-            if n.has("format"):
-                e = self.format(n.get("format"), f"{n.pointer}/format", negative)
-                if e is not None:
-                    decoded.append(e)
-        if not decoded:
-            return self.syn.string
-        return self.syn.strings.string(decoded[0] if len(decoded) == 1 else intersect(*decoded))
-
-    def pattern(self, pattern: str, pointer: str, negative: bool) -> Expr | None:
-        """The strings containing a match of ``pattern`` (decoded).
-
-        Positive: ECMA-262 meaning (``\\d`` is ASCII, ``$`` is the end), contained in
-        Python's. Negative: Python's Unicode ``\\d\\w\\s``, and when the pattern has a ``$``
-        also every string ending in a newline (Python's ``$`` matches before one), which
-        contains both. ``None`` when refused leniently.
-        """
-        key = (pattern, negative)
-        if key in self._patterns:
-            return self._patterns[key]
-        try:
-            expr = parse_regex(pattern, search=True, unicode=negative)
-        except (UnsupportedRegexError, RegexSyntaxError, ResourceLimitError) as e:
-            self.refuse("pattern", pointer, str(e), negative)
-            self._patterns[key] = None  # type: ignore[assignment]
-            return None
-        if negative and "$" in pattern:
-            expr = alt(expr, seq(repeat(ANY_CHAR, 0, None), literal("\n")))
-        self._patterns[key] = expr
-        return expr
-
-    def format(self, name: str, pointer: str, negative: bool) -> Expr | None:
-        """The decoded language of format ``name`` (``None``: any string).
-
-        :mod:`constrain.json_formats` gives, for most formats, a realistic *subset* of what
-        ``jsonschema``'s checker accepts. That is right where the language is kept; where
-        it is complemented (``negative``) only the formats it builds exactly are used,
-        ``email`` becomes the checker's own rule (an ``@`` somewhere), and any other format
-        becomes "any string" (larger, hence safe to complement).
-        """
-        from .json_schema import UnknownFormatWarning
-
-        try:
-            from .json_formats import format_expr
-        except ImportError:
-            self.refuse("format", pointer, "format languages (constrain.json_formats) are "
-                        "not available", negative)
-            return None
-        expr = format_expr(name)
-        if expr is None:
-            self.warn_once("format:" + name,
-                           f"unknown format {name!r} at {pointer}: any string is accepted",
-                           UnknownFormatWarning)
-            return None
-        if negative and name not in _EXACT_FORMATS:
-            if name in ("email", "idn-email"):
-                anything = repeat(ANY_CHAR, 0, None)
-                return seq(anything, literal("@"), anything)
-            return None
-        return expr
 
     def _array(self, flat: list[Node], negative: bool) -> Expr:
         spec = ArraySpec.merge(flat)
@@ -640,10 +515,11 @@ class Compiler:
             value = self.value(spec.region_nodes(region), negative)
             if value.is_empty():
                 continue
-            matched, unmatched = [], []
+            matched: list[Expr] = []
+            unmatched: list[Expr] = []
             for p in spec.patterns:
                 pointer = f"{spec.patterns[p][0].pointer}"
-                e = self.pattern(p, pointer, negative if p in region else not negative)
+                e = self.scalars.pattern(p, pointer, negative if p in region else not negative)
                 if e is None:  # refused leniently: keys of this region cannot be told apart
                     break
                 (matched if p in region else unmatched).append(e)
@@ -653,19 +529,6 @@ class Compiler:
                     key = intersect(key, names)
                 extras.append(Member(key, value.expr()))
         return extras
-
-
-_INTEGRAL_FLOATS: list[Expr] = []
-
-
-def _integral_floats() -> Expr:
-    """``3.0``, ``-12.000``, and exponent forms ``d.ddd e+k`` with k >= 16 and at most 16
-    fraction digits (always integral; k <= 307 keeps them finite)."""
-    if not _INTEGRAL_FLOATS:
-        _INTEGRAL_FLOATS.append(parse_regex(
-            r"-?(0|[1-9][0-9]*)\.0+"
-            r"|-?[1-9](\.[0-9]{1,16})?[eE]\+?0*(1[6-9]|[2-9][0-9]|[12][0-9][0-9]|30[0-7])"))
-    return _INTEGRAL_FLOATS[0]
 
 
 def _declared_types(node: Node, integer: bool = False) -> set[str] | None:
@@ -678,30 +541,3 @@ def _declared_types(node: Node, integer: bool = False) -> set[str] | None:
             names.add("integer")
         return names
     return {"number" if t == "integer" else t for t in names}
-
-
-def _bounds(node: Node, draft4: bool) -> list[tuple[Any, bool, bool]]:
-    """(value, exclusive, is_lower) for each numeric bound of ``node``."""
-    out = []
-    for keyword, exclusive_kw, is_lower in (("minimum", "exclusiveMinimum", True),
-                                            ("maximum", "exclusiveMaximum", False)):
-        if node.has(keyword):
-            out.append((node.get(keyword), draft4 and node.get(exclusive_kw) is True, is_lower))
-        if not draft4 and node.has(exclusive_kw):
-            out.append((node.get(exclusive_kw), True, is_lower))
-    return out
-
-
-def _decimal(value: Any) -> Any:
-    from decimal import Decimal
-    from fractions import Fraction
-
-    return Fraction(Decimal(repr(value))) if isinstance(value, float) else Fraction(value)
-
-
-def _tighter(a: tuple[Any, bool], b: tuple[Any, bool], lower: bool) -> tuple[Any, bool]:
-    va, vb = _decimal(a[0]), _decimal(b[0])
-    if va == vb:
-        return a if a[1] else b
-    return (a if va > vb else b) if lower else (a if va < vb else b)
-

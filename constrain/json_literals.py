@@ -30,7 +30,7 @@ from .json_numbers import integer_expr, number_expr
 from .json_objects import Member, object_language
 from .json_syntax import JsonSyntax
 
-__all__ = ["literal", "integer_spelled", "float_spelled", "canonical", "json_type"]
+__all__ = ["canonical", "float_spelled", "integer_spelled", "json_type", "literal"]
 
 _INTEGER_SPELLINGS = integer_expr()
 
@@ -68,7 +68,7 @@ def integer_spelled(value: int) -> Expr:
     return integer_expr(value, value)
 
 
-def float_spelled(value: float | int) -> Expr:
+def float_spelled(value: float) -> Expr:
     """Spellings with a fraction or an exponent whose decimal value is ``value`` (a float
     means its ``repr``)."""
     return intersect(number_expr(value, value), complement(_INTEGER_SPELLINGS))

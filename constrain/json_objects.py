@@ -42,15 +42,13 @@ from __future__ import annotations
 
 import itertools
 import re
-from collections.abc import Callable, Sequence
+from collections.abc import Sequence
 from dataclasses import dataclass, field
-from typing import Any
 
 from .grammar import (
     ANY_CHAR,
     EMPTY,
     NOTHING,
-    Alt,
     Expr,
     alt,
     complement,
@@ -60,15 +58,15 @@ from .grammar import (
     seq,
     star,
 )
-from .json_nodes import Node, escape_pointer
+from .json_nodes import Node
 from .json_syntax import JsonSyntax
 
 __all__ = [
     "MAX_PATTERNS",
     "MAX_SUBSET_KEYS",
-    "key_region",
     "Member",
     "ObjectSpec",
+    "key_region",
     "object_language",
     "refs_in_intersection_supported",
 ]
@@ -267,7 +265,7 @@ def _tracked(syn: JsonSyntax, texts: Sequence[Expr], required: Sequence[bool],
         found = memo.get((seen, extra))
         if found is not None:
             return found
-        size = bin(seen).count("1") + extra
+        size = seen.bit_count() + extra
         # Past the lower bound with no upper one, more others change nothing: loop.
         saturated = counting and high is None and extra >= cap
         options: list[Expr] = []

@@ -45,10 +45,10 @@ from .grammar import Grammar
 from .json_strings import EscapePolicy
 
 __all__ = [
-    "JsonSchemaOptions",
-    "schema_to_grammar",
     "ApproximationWarning",
+    "JsonSchemaOptions",
     "UnknownFormatWarning",
+    "schema_to_grammar",
 ]
 
 

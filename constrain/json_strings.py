@@ -40,7 +40,6 @@ from typing import Literal
 
 from .errors import GrammarError
 from .grammar import (
-    ANY_CHAR,
     Alt,
     And,
     Bytes,
@@ -53,8 +52,8 @@ from .grammar import (
     Seq,
     alt,
     chars,
-    intersect,
     complement,
+    intersect,
     literal,
     repeat,
     seq,
@@ -86,6 +85,7 @@ def _hex_digit(lo: int, hi: int) -> Expr:
 
 
 _ANY_HEX = _hex_digit(0, 15)
+_ANY_RANGES: Ranges = ((0, 0xD7FF), (0xE000, 0x10FFFF))
 
 
 def hex_range(lo: int, hi: int, width: int = 4) -> Expr:
@@ -174,7 +174,7 @@ class StringEncoder:
         self.escapes = escapes
         self._char_memo: dict[Ranges, Expr] = {}
         self._memo: dict[int, tuple[Expr, Expr]] = {}
-        self.char: Expr = self.encode_chars(ANY_CHAR.ranges)
+        self.char: Expr = self.encode_chars(_ANY_RANGES)
         """One encoded character (any code point)."""
         self.content: Expr = star(self.char)
         """The inside of any JSON string literal."""

@@ -35,7 +35,7 @@ from .grammar import (
 from .json_numbers import JSON_NUMBER
 from .json_strings import EscapePolicy, StringEncoder
 
-__all__ = ["JsonSyntax", "whitespace_gap", "WS_CHAR", "VALUE_RULE", "ARRAY_RULE", "OBJECT_RULE"]
+__all__ = ["ARRAY_RULE", "OBJECT_RULE", "VALUE_RULE", "WS_CHAR", "JsonSyntax", "whitespace_gap"]
 
 WS_CHAR = chars([(0x20, 0x20), (0x09, 0x0A), (0x0D, 0x0D)])
 """One JSON whitespace character: space, tab, line feed, carriage return."""

@@ -28,7 +28,7 @@ from typing import Any
 
 from .grammar import Alt, And, Expr, Not, Ref, Repeat, Seq, alt, complement, intersect
 
-__all__ = ["JSON_TYPES", "Typed", "ObjectKeys", "EMPTY_TYPED", "RefTracker", "NeedsRegular"]
+__all__ = ["EMPTY_TYPED", "JSON_TYPES", "NeedsRegular", "ObjectKeys", "RefTracker", "Typed"]
 
 JSON_TYPES = ("null", "boolean", "number", "string", "array", "object")
 """JSON types in the order their alternatives are listed."""

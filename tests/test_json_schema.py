@@ -8,7 +8,7 @@ accepts the instance.
 from __future__ import annotations
 
 import json
-from functools import lru_cache
+from functools import cache
 from typing import Any
 
 import jsonschema
@@ -28,7 +28,7 @@ D4 = "http://json-schema.org/draft-04/schema#"
 D7 = "http://json-schema.org/draft-07/schema#"
 
 
-@lru_cache(maxsize=None)
+@cache
 def _automaton(schema_text: str, options: JsonSchemaOptions) -> Automaton:
     return Automaton(schema_to_grammar(json.loads(schema_text), options))
 

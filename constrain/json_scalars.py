@@ -1,0 +1,204 @@
+"""Numbers and strings: merged bounds, ``multipleOf``, lengths, ``pattern`` and ``format``.
+
+The number part comes from :mod:`constrain.json_numbers` (exact decimal bounds; the
+tightest of the merged bounds wins, an exclusive one on a tie). Since draft 6 an integral
+float is an integer, so ``integer`` also takes the float spellings ``json.dumps`` writes for
+integral values (``3.0``, ``1e+16``); drafts 3 and 4 want integer spellings.
+
+The string part is a language of *decoded* values (lengths in code points, ``pattern`` in
+search mode, ``format`` from :mod:`constrain.json_formats`) encoded once by
+:mod:`constrain.json_strings`. Where the language is complemented (negative position) the
+regexes and formats switch to supersets of what Python's ``re`` and ``jsonschema``'s format
+checker accept, so complements stay sound (see :meth:`Scalars.pattern`).
+
+>>> from constrain.automaton import Automaton
+>>> from constrain.json_compiler import Compiler
+>>> from constrain.json_schema import JsonSchemaOptions
+>>> s = {"type": "integer", "exclusiveMinimum": 0, "maximum": 10, "multipleOf": 5}
+>>> a = Automaton(Compiler(s, JsonSchemaOptions()).grammar())
+>>> [a.matches(t) for t in (b"0", b"5", b"10", b"10.0", b"15")]
+[False, True, True, True, False]
+"""
+
+from __future__ import annotations
+
+from decimal import Decimal
+from fractions import Fraction
+from typing import TYPE_CHECKING, Any
+
+from .errors import RegexSyntaxError, ResourceLimitError, UnsupportedRegexError
+from .grammar import ANY_CHAR, NOTHING, Expr, alt, intersect, literal, repeat, seq
+from .json_nodes import Node
+from .json_numbers import NotExpressible, integer_expr, number_expr
+from .regex import parse_regex
+
+if TYPE_CHECKING:
+    from .json_compiler import Compiler
+
+__all__ = ["Scalars"]
+
+# Formats whose json_formats language is exactly what jsonschema's checker accepts.
+_EXACT_FORMATS = frozenset({"date", "ipv4", "ipv6", "json-pointer", "relative-json-pointer"})
+
+
+class Scalars:
+    """Number and string parts for one :class:`~constrain.json_compiler.Compiler`."""
+
+    def __init__(self, compiler: Compiler) -> None:
+        self.c = compiler
+        self._patterns: dict[tuple[str, bool], Expr | None] = {}
+
+    def number(self, flat: list[Node], integer: bool, negative: bool) -> tuple[Expr, bool]:
+        draft4 = not self.c.dialect.integer_floats
+        lower: tuple[Any, bool] | None = None
+        upper: tuple[Any, bool] | None = None
+        multiples: list[tuple[Any, Node]] = []
+        for n in flat:
+            for value, exclusive, is_lower in _bounds(n, draft4):
+                bound = (value, exclusive)
+                if is_lower:
+                    lower = bound if lower is None else _tighter(lower, bound, lower=True)
+                else:
+                    upper = bound if upper is None else _tighter(upper, bound, lower=False)
+            if n.has("multipleOf"):
+                multiples.append((n.get("multipleOf"), n))
+        if lower is None and upper is None and not multiples and not integer:
+            return self.c.syn.number, True
+        kwargs: dict[str, Any] = {
+            "minimum": lower[0] if lower else None, "maximum": upper[0] if upper else None,
+            "exclusive_minimum": bool(lower and lower[1]),
+            "exclusive_maximum": bool(upper and upper[1]),
+        }
+        exprs = []
+        cases: list[tuple[Any, Node | None]] = list(multiples) or [(None, None)]
+        for multiple, node in cases:
+            try:
+                exprs.append(self._numbers(integer, multiple, kwargs))
+            except NotExpressible as e:
+                assert node is not None
+                self.c.refuse("multipleOf", node.pointer + "/multipleOf", e.reason, negative)
+        if not exprs:  # every multipleOf was refused leniently
+            exprs.append(self._numbers(integer, None, kwargs))
+        return (exprs[0] if len(exprs) == 1 else intersect(*exprs)), False
+
+    def _numbers(self, integer: bool, multiple: Any, bounds: dict[str, Any]) -> Expr:
+        if not integer:
+            return number_expr(multiple_of=multiple, **bounds)
+        ints = integer_expr(multiple_of=multiple, **bounds)
+        if not self.c.dialect.integer_floats:
+            return ints
+        # Since draft 6 an integral float is an integer. json_numbers' complete set of such
+        # spellings derives slowly (one alternative per exponent); this subset holds every
+        # float json.dumps writes for an integral value (``3.0``, ``1e+16``).
+        return alt(ints, intersect(number_expr(multiple_of=multiple, **bounds),
+                                   _integral_floats()))
+
+    def string(self, flat: list[Node], negative: bool) -> Expr:
+        low = max((n.get("minLength", 0) for n in flat), default=0)
+        highs = [n.get("maxLength") for n in flat if n.has("maxLength")]
+        high = min(highs) if highs else None
+        decoded: list[Expr] = []
+        if low > 0 or high is not None:
+            if high is not None and high < low:
+                return NOTHING
+            decoded.append(repeat(ANY_CHAR, low, high))
+        for n in flat:
+            if n.has("pattern"):
+                e = self.pattern(n.get("pattern"), f"{n.pointer}/pattern", negative)
+                if e is not None:
+                    decoded.append(e)
+            if n.has("format"):
+                e = self.format(n.get("format"), f"{n.pointer}/format", negative)
+                if e is not None:
+                    decoded.append(e)
+        if not decoded:
+            return self.c.syn.string
+        return self.c.syn.strings.string(decoded[0] if len(decoded) == 1 else intersect(*decoded))
+
+    def pattern(self, pattern: str, pointer: str, negative: bool) -> Expr | None:
+        """The strings containing a match of ``pattern`` (decoded).
+
+        Positive: ECMA-262 meaning (``\\d`` is ASCII, ``$`` is the end), contained in
+        Python's. Negative: Python's Unicode ``\\d\\w\\s``, and when the pattern has a ``$``
+        also every string ending in a newline (Python's ``$`` matches before one), which
+        contains both. ``None`` when refused leniently.
+        """
+        key = (pattern, negative)
+        if key in self._patterns:
+            return self._patterns[key]
+        try:
+            expr = parse_regex(pattern, search=True, unicode=negative)
+        except (UnsupportedRegexError, RegexSyntaxError, ResourceLimitError) as e:
+            self.c.refuse("pattern", pointer, str(e), negative)
+            self._patterns[key] = None
+            return None
+        if negative and "$" in pattern:
+            expr = alt(expr, seq(repeat(ANY_CHAR, 0, None), literal("\n")))
+        self._patterns[key] = expr
+        return expr
+
+    def format(self, name: str, pointer: str, negative: bool) -> Expr | None:
+        """The decoded language of format ``name`` (``None``: any string).
+
+        :mod:`constrain.json_formats` gives, for most formats, a realistic *subset* of what
+        ``jsonschema``'s checker accepts. That is right where the language is kept; where
+        it is complemented (``negative``) only the formats it builds exactly are used,
+        ``email`` becomes the checker's own rule (an ``@`` somewhere), and any other format
+        becomes "any string" (larger, hence safe to complement).
+        """
+        from .json_schema import UnknownFormatWarning
+
+        try:
+            from .json_formats import format_expr
+        except ImportError:
+            self.c.refuse("format", pointer, "format languages (constrain.json_formats) are "
+                        "not available", negative)
+            return None
+        expr = format_expr(name)
+        if expr is None:
+            self.c.warn_once("format:" + name,
+                           f"unknown format {name!r} at {pointer}: any string is accepted",
+                           UnknownFormatWarning)
+            return None
+        if negative and name not in _EXACT_FORMATS:
+            if name in ("email", "idn-email"):
+                anything = repeat(ANY_CHAR, 0, None)
+                return seq(anything, literal("@"), anything)
+            return None
+        return expr
+
+
+_INTEGRAL_FLOATS: list[Expr] = []
+
+
+def _integral_floats() -> Expr:
+    """``3.0``, ``-12.000``, and exponent forms ``d.ddd e+k`` with k >= 16 and at most 16
+    fraction digits (always integral; k <= 307 keeps them finite)."""
+    if not _INTEGRAL_FLOATS:
+        _INTEGRAL_FLOATS.append(parse_regex(
+            r"-?(0|[1-9][0-9]*)\.0+"
+            r"|-?[1-9](\.[0-9]{1,16})?[eE]\+?0*(1[6-9]|[2-9][0-9]|[12][0-9][0-9]|30[0-7])"))
+    return _INTEGRAL_FLOATS[0]
+
+
+def _bounds(node: Node, draft4: bool) -> list[tuple[Any, bool, bool]]:
+    """(value, exclusive, is_lower) for each numeric bound of ``node``."""
+    out = []
+    for keyword, exclusive_kw, is_lower in (("minimum", "exclusiveMinimum", True),
+                                            ("maximum", "exclusiveMaximum", False)):
+        if node.has(keyword):
+            out.append((node.get(keyword), draft4 and node.get(exclusive_kw) is True, is_lower))
+        if not draft4 and node.has(exclusive_kw):
+            out.append((node.get(exclusive_kw), True, is_lower))
+    return out
+
+
+def _decimal(value: Any) -> Any:
+    return Fraction(Decimal(repr(value))) if isinstance(value, float) else Fraction(value)
+
+
+def _tighter(a: tuple[Any, bool], b: tuple[Any, bool], lower: bool) -> tuple[Any, bool]:
+    va, vb = _decimal(a[0]), _decimal(b[0])
+    if va == vb:
+        return a if a[1] else b
+    return (a if va > vb else b) if lower else (a if va < vb else b)
