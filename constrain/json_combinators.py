@@ -243,10 +243,11 @@ class Combinators:
                                                  for u in JSON_TYPES):
                         return True
         if t in _SCALARS and t not in a.opaque and t not in b.opaque:
-            return self._empty(intersect(a.parts[t], b.parts[t]))
+            return self.is_empty(intersect(a.parts[t], b.parts[t]))
         return False
 
-    def _empty(self, expr: Expr) -> bool:
+    def is_empty(self, expr: Expr) -> bool:
+        """Whether the regular language ``expr`` is empty (``False`` when unsure)."""
         if self.refs.has_ref(expr):
             return False  # scalar parts never reference rules but in a recursion's middle
         try:

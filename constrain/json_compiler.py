@@ -56,7 +56,7 @@ from .json_literals import canonical, float_spelled, integer_spelled, json_type
 from .json_literals import literal as literal_expr
 from .json_nodes import Dialect, Node
 from .json_objects import (
-    MAX_PATTERNS,
+    MAX_REGIONS,
     Member,
     ObjectSpec,
     key_region,
@@ -459,14 +459,15 @@ class Compiler:
             if key in spec.required:
                 required_values[key] = value
             listed.append(Member(syn.strings.literal(key), value.expr(), key in spec.required))
+        regions = spec.regions(self._patterns_overlap)
         extras: list[Member] = []
-        if len(spec.patterns) > MAX_PATTERNS:
+        if regions is None:
             if negative:
                 return None, None  # opaque: stands in as every object
             self.refuse("patternProperties", flat[0].pointer,
-                        f"more than {MAX_PATTERNS} patterns in one object")
+                        f"more than {MAX_REGIONS} sets of patterns a key could match")
         else:
-            extras = self._extras(spec, listed_keys, negative)
+            extras = self._extras(spec, regions, listed_keys, negative)
         order = "any" if negative or options.property_order == "any" else "schema"
         refs = any(self.refs.has_ref(m.value) for m in (*listed, *extras))
         keys = ObjectKeys(required_values, frozenset(allowed),
@@ -502,7 +503,14 @@ class Compiler:
         values = [m.value for m in (*listed, *extras)]
         return self.refs.mark(expr, any(self.refs.has_ref(v) for v in values)), keys
 
-    def _extras(self, spec: ObjectSpec, listed_keys: list[str], negative: bool) -> list[Member]:
+    def _patterns_overlap(self, p: str, q: str) -> bool:
+        """Whether some key may match both patterns (checked on their supersets)."""
+        a = self.scalars.pattern(p, "", True)
+        b = self.scalars.pattern(q, "", True)
+        return a is None or b is None or not self.combinators.is_empty(intersect(a, b))
+
+    def _extras(self, spec: ObjectSpec, regions: list[frozenset[str]], listed_keys: list[str],
+                negative: bool) -> list[Member]:
         names: Expr | None = None
         if spec.names:
             typed = self.value(spec.names, negative)
@@ -511,7 +519,7 @@ class Compiler:
             if "string" not in typed.full:
                 names = typed.parts["string"]
         extras = []
-        for region in spec.regions():
+        for region in regions:
             value = self.value(spec.region_nodes(region), negative)
             if value.is_empty():
                 continue

@@ -5,7 +5,7 @@ merged into one :class:`ObjectSpec`, keeping each schema's own ``additionalPrope
 scope: a key's value must satisfy every ``properties`` entry for it, every matching
 ``patternProperties`` schema, and the ``additionalProperties`` of each schema in which it
 is neither listed nor matched. Keys that are not listed anywhere are split into *regions*
-by the patterns they match (at most :data:`MAX_PATTERNS` patterns, so at most 64 regions).
+by the set of patterns they match (at most :data:`MAX_REGIONS`).
 
 **Member order.** A JSON object is a sequence of members; the parsed value does not depend
 on their order. The ``"any"`` order accepts the members in every order, listed keys at most
@@ -42,7 +42,7 @@ from __future__ import annotations
 
 import itertools
 import re
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
 
 from .grammar import (
@@ -62,7 +62,7 @@ from .json_nodes import Node
 from .json_syntax import JsonSyntax
 
 __all__ = [
-    "MAX_PATTERNS",
+    "MAX_REGIONS",
     "MAX_SUBSET_KEYS",
     "Member",
     "ObjectSpec",
@@ -71,8 +71,9 @@ __all__ = [
     "refs_in_intersection_supported",
 ]
 
-MAX_PATTERNS = 6
-"""Distinct ``patternProperties`` patterns one object may combine (2**6 key regions)."""
+MAX_REGIONS = 64
+"""Key regions (sets of ``patternProperties`` patterns a key can match together) one object
+may have; patterns that cannot match the same key do not multiply them."""
 
 MAX_SUBSET_KEYS = 8
 """Objects with at most this many listed keys get the any-order language as one explicit
@@ -174,11 +175,25 @@ class ObjectSpec:
                 nodes.append(extra.node)
         return nodes
 
-    def regions(self) -> list[frozenset[str]]:
-        """The pattern subsets that split unlisted keys (all of them; empty ones die later)."""
+    def regions(self, overlap: Callable[[str, str], bool]) -> list[frozenset[str]] | None:
+        """The pattern subsets that split unlisted keys: those whose patterns pairwise
+        ``overlap`` (a key can only match a set of patterns that all meet). ``None`` beyond
+        :data:`MAX_REGIONS`."""
         pats = list(self.patterns)
-        return [frozenset(c) for n in range(len(pats) + 1)
-                for c in itertools.combinations(pats, n)]
+        meets = {(p, q): overlap(p, q) for p, q in itertools.combinations(pats, 2)}
+        out: list[frozenset[str]] = []
+
+        def extend(chosen: tuple[str, ...], start: int) -> bool:
+            out.append(frozenset(chosen))
+            if len(out) > MAX_REGIONS:
+                return False
+            for i in range(start, len(pats)):
+                if all(meets[(c, pats[i])] for c in chosen):
+                    if not extend((*chosen, pats[i]), i + 1):
+                        return False
+            return True
+
+        return out if extend((), 0) else None
 
 
 def _py_search(pattern: str, key: str) -> bool:

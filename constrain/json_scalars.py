@@ -120,8 +120,9 @@ class Scalars:
 
         Positive: ECMA-262 meaning (``\\d`` is ASCII, ``$`` is the end), contained in
         Python's. Negative: Python's Unicode ``\\d\\w\\s``, and when the pattern has a ``$``
-        also every string ending in a newline (Python's ``$`` matches before one), which
-        contains both. ``None`` when refused leniently.
+        also those strings followed by a newline (Python's ``$`` matches before a final
+        one), which contains both. ``None`` when refused (leniently, or ignored in
+        negative position).
         """
         key = (pattern, negative)
         if key in self._patterns:
@@ -133,7 +134,9 @@ class Scalars:
             self._patterns[key] = None
             return None
         if negative and "$" in pattern:
-            expr = alt(expr, seq(repeat(ANY_CHAR, 0, None), literal("\n")))
+            # A "$" only parses where nothing follows it, so a match that Python ends
+            # before a final newline is a match of ours followed by that newline.
+            expr = alt(expr, seq(expr, literal("\n")))
         self._patterns[key] = expr
         return expr
 

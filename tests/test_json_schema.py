@@ -116,6 +116,10 @@ CASES: list[tuple[str, Any, list[Any]]] = [
         "patternProperties": {"^x": {"type": "integer"}, "y$": {"minimum": 10}},
         "additionalProperties": False},
      [{"x1": 1}, {"xy": 12}, {"xy": 5}, {"ay": 20}, {"ay": 2}, {"b": 1}, {"x": "s"}]),
+    ("many-disjoint-patterns", {"type": "object", "additionalProperties": False,
+                                "patternProperties": {f"^k{i}:(a|b)$": {"type": "integer"}
+                                                      for i in range(10)}},
+     [{"k1:a": 1, "k9:b": 2}, {"k1:c": 1}, {"k3:a": "x"}, {}]),
     ("property-matching-pattern", {
         "properties": {"id": {"type": "integer"}}, "patternProperties": {"^i": {"minimum": 5}}},
      [{"id": 6}, {"id": 4}, {"ix": 3}, {"ix": 9}]),
