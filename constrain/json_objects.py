@@ -187,11 +187,8 @@ class ObjectSpec:
             out.append(frozenset(chosen))
             if len(out) > MAX_REGIONS:
                 return False
-            for i in range(start, len(pats)):
-                if all(meets[(c, pats[i])] for c in chosen):
-                    if not extend((*chosen, pats[i]), i + 1):
-                        return False
-            return True
+            return all(extend((*chosen, pats[i]), i + 1) for i in range(start, len(pats))
+                       if all(meets[(c, pats[i])] for c in chosen))
 
         return out if extend((), 0) else None
 
