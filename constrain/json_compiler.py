@@ -264,8 +264,8 @@ class Compiler:
         for n in flat:
             for k in n.schema:
                 if k in self.dialect.keywords and k not in n.skip and k not in SUPPORTED_KEYWORDS:
+                    # If this returns (lenient, or negative position) nothing below reads k.
                     self.refuse(k, f"{n.pointer}/{k}", "this keyword is not supported", negative)
-                    flat = [m.without(k) if m is n else m for m in flat]
         if not flat:
             return self.universe()
         if any(n.has("enum") or n.has("const") for n in flat):
