@@ -99,7 +99,7 @@ class Typed:
         return not self.parts
 
 
-EMPTY_TYPED = Typed({})
+EMPTY_TYPED = Typed({}, values=())
 
 
 class RefTracker:

@@ -172,6 +172,9 @@ CASES: list[tuple[str, Any, list[Any]]] = [
     ("uniqueItems-enum", {"type": "array", "items": {"enum": ["a", "b", 1]},
                           "uniqueItems": True},
      [["a", "b", 1], ["a", "a"], [1, 1.0], [], ["b", 1, "a"]]),
+    ("uniqueItems-closed-tuple", {"prefixItems": [{"enum": ["a", "b"]}, {"enum": ["a", "b"]}],
+                                  "items": False, "uniqueItems": True},
+     [["a", "b"], ["a", "a"], ["b"], ["b", "a", "a"]]),
     ("uniqueItems-boolean", {"items": {"type": "boolean"}, "uniqueItems": True},
      [[True, False], [True, True], []]),
     # combinators
