@@ -528,9 +528,10 @@ class Compiler:
             for p in spec.patterns:
                 pointer = f"{spec.patterns[p][0].pointer}"
                 e = self.scalars.pattern(p, pointer, negative if p in region else not negative)
-                if e is None:  # refused leniently: keys of this region cannot be told apart
-                    break
-                (matched if p in region else unmatched).append(e)
+                if e is None and not negative:
+                    break  # refused leniently: drop the region (fewer keys: the safe side)
+                if e is not None:  # (negative: a dropped condition admits more keys: safe)
+                    (matched if p in region else unmatched).append(e)
             else:
                 key = key_region(self.syn, listed_keys, matched, unmatched)
                 if names is not None:
