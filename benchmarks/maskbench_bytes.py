@@ -56,6 +56,10 @@ def check_schema_file(path: str, budget: float, options: dict[str, Any] | None =
                               "valid_rejected": 0, "invalid_accepted": 0, "error": None,
                               "keyword": None, "detail": None, "failures": []}
     # CPU time, not wall time: the budget means the same on a busy machine.
+    try:
+        record["keywords"] = sorted(keywords_used(data["schema"]))
+    except Exception:  # noqa: BLE001 - a schema jsonschema cannot even classify
+        record["keywords"] = []
     signal.signal(signal.SIGPROF, _alarm)
     signal.setitimer(signal.ITIMER_PROF, budget)
     start = time.perf_counter()
@@ -98,6 +102,37 @@ def check_schema_file(path: str, budget: float, options: dict[str, Any] | None =
     record["seconds"] = round(time.perf_counter() - start, 3)
     record["cpu_s"] = round(time.process_time() - cpu_start, 3)
     return record
+
+
+_SCHEMA_MAPS = ("properties", "patternProperties", "$defs", "definitions", "dependentSchemas",
+                "dependencies")
+_SCHEMA_ONE = ("items", "additionalItems", "additionalProperties", "contains", "propertyNames",
+               "not", "if", "then", "else", "unevaluatedItems", "unevaluatedProperties")
+_SCHEMA_LISTS = ("allOf", "anyOf", "oneOf", "prefixItems", "items")
+
+
+def keywords_used(schema: Any) -> set[str]:
+    """The asserting keywords (of the document's dialect) used anywhere in ``schema``."""
+    from constrain.json_nodes import Dialect
+
+    known = Dialect.for_schema(schema).keywords
+    found: set[str] = set()
+    stack = [schema]
+    while stack:
+        node = stack.pop()
+        if not isinstance(node, dict):
+            continue
+        found.update(k for k in node if k in known)
+        for k in _SCHEMA_MAPS:
+            if isinstance(node.get(k), dict):
+                stack.extend(node[k].values())
+        for k in _SCHEMA_ONE:
+            if isinstance(node.get(k), dict):
+                stack.append(node[k])
+        for k in _SCHEMA_LISTS:
+            if isinstance(node.get(k), list):
+                stack.extend(node[k])
+    return found
 
 
 def _worker(args: tuple[str, float, dict[str, Any]]) -> dict:
@@ -148,6 +183,17 @@ def report(records: list[dict], out: Any = sys.stdout) -> None:
     print("\nrefused, by keyword (schemas):", file=out)
     for k, n in keywords.most_common():
         print(f"  {n:6}  {k}", file=out)
+    print("\nasserting keywords: schemas using them / of those passing", file=out)
+    used: collections.Counter = collections.Counter()
+    passing: collections.Counter = collections.Counter()
+    for r in records:
+        ok = r["compiled"] and not r["error"] and not r["valid_rejected"] and not (
+            r["invalid_accepted"])
+        for k in r.get("keywords", ()):
+            used[k] += 1
+            passing[k] += ok
+    for k, n in used.most_common():
+        print(f"  {n:6}  {passing[k]:6}  {k}", file=out)
     print("\nother errors (schemas):", file=out)
     for k, n in errors.most_common():
         print(f"  {n:6}  {k}", file=out)
