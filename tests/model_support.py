@@ -10,6 +10,7 @@ a test module with ``from model_support import _model_cache_folder, default_mode
 
 from __future__ import annotations
 
+import tempfile
 from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
@@ -24,7 +25,12 @@ from constrain.errors import MissingDependencyError
 def _model_cache_folder(pytestconfig: pytest.Config) -> Path:
     pytest.importorskip("torch")
     pytest.importorskip("transformers")
-    folder = Path(pytestconfig.cache.mkdir("constrain-models"))
+    store = getattr(pytestconfig, "cache", None)  # absent under -p no:cacheprovider
+    if store is not None:
+        folder = Path(store.mkdir("constrain-models"))
+    else:
+        folder = Path(tempfile.gettempdir()) / "constrain-test-models"
+        folder.mkdir(exist_ok=True)
     from constrain.assets import load_smollm2_model, load_smollm2_tokenizer
 
     try:  # load once (memoized per folder) so that each test only pays for generation
