@@ -99,9 +99,8 @@ def is_valid(field: str, value: Any, text: str) -> bool:
 
 def make_llm(model: str, structured_backend: str, **kwargs: Any) -> Any:
     """An engine on ``model`` with constrain loaded and ``structured_backend`` built in."""
-    from vllm import LLM
-
     from constrain.integrations.vllm import LogitsProcessor
+    from vllm import LLM
 
     return LLM(model=model, dtype="bfloat16", enforce_eager=True, max_model_len=1024,
                seed=0, logits_processors=[LogitsProcessor],

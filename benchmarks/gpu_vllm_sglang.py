@@ -41,7 +41,7 @@ from typing import Any
 HERE = Path(__file__).resolve().parent
 sys.path.insert(0, str(HERE))
 
-import bench_vllm  # noqa: E402  (the shared request set, validity checks and table)
+import bench_vllm
 
 VLLM_BACKENDS = ["none", "constrain", "xgrammar"]
 SGLANG_BACKENDS = ["constrain", "xgrammar"]

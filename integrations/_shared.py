@@ -257,7 +257,7 @@ class TrackedMatcher:
     True
     """
 
-    __slots__ = ("compiled", "matcher", "consumed", "broken", "label")
+    __slots__ = ("broken", "compiled", "consumed", "label", "matcher")
 
     def __init__(self, compiled: CompiledConstraint, label: str = "") -> None:
         self.compiled = compiled

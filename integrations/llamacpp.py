@@ -35,8 +35,12 @@ LLAMACPP_SUPPORTED = ("0.3", "0.4")
 LLAMACPP_VERSION = require_version(["llama-cpp-python", "llama_cpp_python"], *LLAMACPP_SUPPORTED,
                                    extra="llamacpp")
 
-__all__ = ["ConstrainLogitsProcessor", "LLAMACPP_SUPPORTED", "llama_vocabulary",
-           "logits_processor"]
+__all__ = [
+    "LLAMACPP_SUPPORTED",
+    "ConstrainLogitsProcessor",
+    "llama_vocabulary",
+    "logits_processor",
+]
 
 _lock = threading.Lock()
 _vocabs: dict[int, tuple[Any, Vocabulary]] = {}

@@ -44,13 +44,14 @@ try:
 except ImportError as e:  # pragma: no cover - a broken install of a supported version
     raise MissingDependencyError(f"sglang (import failed: {e})", "sglang") from e
 
-from .hf import apply_token_bitmask, hf_vocabulary  # noqa: E402  (after the version check)
+# After the version check: a clear message beats an import error from inside the runtime.
+from .hf import apply_token_bitmask, hf_vocabulary
 
 __all__ = [
     "BACKEND_NAME",
+    "SGLANG_SUPPORTED",
     "ConstrainGrammar",
     "ConstrainGrammarBackend",
-    "SGLANG_SUPPORTED",
     "register",
 ]
 
@@ -75,7 +76,7 @@ def _sglang_kernel() -> Any:
         from sglang.kernels.ops.grammar.bitmask_ops import apply_token_bitmask_inplace_triton
 
         return apply_token_bitmask_inplace_triton
-    except Exception:  # no Triton, or another release's layout: the torch path is exact too
+    except (ImportError, AttributeError, RuntimeError):  # no Triton, or another layout: use torch
         return None
 
 

@@ -60,14 +60,15 @@ try:
 except ImportError as e:  # pragma: no cover - a broken install of a supported version
     raise MissingDependencyError(f"vllm (import failed: {e})", "vllm") from e
 
-from .hf import apply_token_bitmask, hf_vocabulary  # noqa: E402  (after the version check)
+# After the version check: a clear message beats an import error from inside the runtime.
+from .hf import apply_token_bitmask, hf_vocabulary
 
 __all__ = [
     "EXTRA_ARGS_KEY",
+    "VLLM_SUPPORTED",
     "LogitsProcessor",
     "V1LogitsProcessor",
     "V2LogitsProcessor",
-    "VLLM_SUPPORTED",
     "spec_from_params",
 ]
 
@@ -335,7 +336,7 @@ class LogitsProcessor(_V1Base, _V2Base):  # type: ignore[misc]
     that called (``(vllm_config, device, is_pin_memory)``: V1; ``(vllm_config,
     req_states)``: V2)."""
 
-    def __new__(cls, vllm_config: Any, *args: Any, **kwargs: Any) -> Any:  # noqa: D102
+    def __new__(cls, vllm_config: Any, *args: Any, **kwargs: Any) -> Any:
         if "req_states" in kwargs or (len(args) == 1 and not kwargs):
             return V2LogitsProcessor(vllm_config, *args, **kwargs)
         return V1LogitsProcessor(vllm_config, *args, **kwargs)

