@@ -37,6 +37,7 @@ so the result is sound with ECMA-262 and with Python semantics alike.
 from __future__ import annotations
 
 import warnings
+from collections import ChainMap
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any
 
@@ -119,15 +120,9 @@ class Compiler:
                                  else 0)
         self.syn = JsonSyntax(gap, options.escapes)
         self.refs = RefTracker()
-        self.rules: dict[str, Expr] = {}
-        self.regular = Regularizer(self.syn, self.rules, options.intersection_depth, self.refs)
-        self.refs.regular = lambda e, over: self.regular.over(e) if over else self.regular.under(e)
-        self._memo: dict[Any, Typed] = {}
-        self._active: dict[Any, _Active] = {}
-        self._names: set[str] = set()
         self._warned: set[str] = set()
         self._synthetic: dict[Any, Any] = {}
-        self._universe: Typed | None = None
+        self._start({})
         self.refs_in_and = (options.property_order == "any"
                             and refs_in_intersection_supported())
         from .json_combinators import Combinators
@@ -138,9 +133,26 @@ class Compiler:
 
     # -- entry -------------------------------------------------------------------------
 
+    def _start(self, known_rules: dict[str, Expr]) -> None:
+        """Fresh compilation state; ``known_rules`` (from a previous pass) let intersections
+        unfold recursions that are still being compiled."""
+        self.rules: dict[str, Expr] = {}
+        self.regular = Regularizer(self.syn, ChainMap(self.rules, known_rules),
+                                   self.options.intersection_depth, self.refs)
+        self.refs.regular = lambda e, over: self.regular.over(e) if over else self.regular.under(e)
+        self._memo: dict[Any, Typed] = {}
+        self._active: dict[Any, _Active] = {}
+        self._names: set[str] = set()
+        self._universe: Typed | None = None
+
     def grammar(self) -> Grammar:
         """The grammar of the whole document (start rule ``root``)."""
         typed = self.value([self.root])
+        if self.regular.missed:
+            # An intersection met a recursion before its rules existed: compile again with
+            # them known (names are the same, the traversal being deterministic).
+            self._start(dict(self.rules))
+            typed = self.value([self.root])
         name = self._fresh("root")
         self.rules[name] = typed.expr()
         return Grammar(dict(self.rules), name, {"dialect": self.dialect.name})

@@ -68,6 +68,10 @@ class Regularizer:
         self.depth = depth
         self.refs = refs or RefTracker()
         self._memo: dict[tuple[int, bool, int], tuple[Expr, Expr]] = {}
+        self.missed = False
+        """Whether a reference to a rule not defined yet (a recursion still being compiled)
+        was replaced by its depth-0 stand-in; the compiler then compiles once more with the
+        first pass's rules at hand."""
         token = alt(syn.string, syn.number, syn.null, syn.true, syn.false,
                     *(literal(c) for c in "[]{},:"), WS_CHAR)
         self._tokens = star(token)
@@ -111,6 +115,7 @@ class Regularizer:
             # object rule, so only those use it up.
             container = expr.name.endswith((".array", ".object"))
             if body is None or (container and depth == 0):
+                self.missed = self.missed or body is None
                 result = self._soup_for(expr.name) if over else NOTHING
             else:
                 result = self._walk(body, over, depth - 1 if container else depth)
