@@ -37,7 +37,6 @@ so the result is sound with ECMA-262 and with Python semantics alike.
 from __future__ import annotations
 
 import warnings
-from collections import ChainMap
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any
 
@@ -122,7 +121,7 @@ class Compiler:
         self.refs = RefTracker()
         self._warned: set[str] = set()
         self._synthetic: dict[Any, Any] = {}
-        self._start({})
+        self._start()
         self.refs_in_and = (options.property_order == "any"
                             and refs_in_intersection_supported())
         from .json_combinators import Combinators
@@ -133,12 +132,10 @@ class Compiler:
 
     # -- entry -------------------------------------------------------------------------
 
-    def _start(self, known_rules: dict[str, Expr]) -> None:
-        """Fresh compilation state; ``known_rules`` (from a previous pass) let intersections
-        unfold recursions that are still being compiled."""
+    def _start(self) -> None:
         self.rules: dict[str, Expr] = {}
-        self.regular = Regularizer(self.syn, ChainMap(self.rules, known_rules),
-                                   self.options.intersection_depth, self.refs)
+        self.regular = Regularizer(self.syn, self.rules, self.options.intersection_depth,
+                                   self.refs)
         self.refs.regular = lambda e, over: self.regular.over(e) if over else self.regular.under(e)
         self._memo: dict[Any, Typed] = {}
         self._active: dict[Any, _Active] = {}
@@ -148,13 +145,9 @@ class Compiler:
     def grammar(self) -> Grammar:
         """The grammar of the whole document (start rule ``root``)."""
         typed = self.value([self.root])
-        if self.regular.missed:
-            # An intersection met a recursion before its rules existed: compile again with
-            # them known (names are the same, the traversal being deterministic).
-            self._start(dict(self.rules))
-            typed = self.value([self.root])
         name = self._fresh("root")
         self.rules[name] = typed.expr()
+        self.regular.finish(self.rules)
         return Grammar(dict(self.rules), name, {"dialect": self.dialect.name})
 
     # -- errors and warnings -----------------------------------------------------------

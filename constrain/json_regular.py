@@ -32,7 +32,7 @@ True
 
 from __future__ import annotations
 
-from collections.abc import Mapping
+from collections.abc import Callable, Mapping
 
 from .grammar import (
     NOTHING,
@@ -68,10 +68,9 @@ class Regularizer:
         self.depth = depth
         self.refs = refs or RefTracker()
         self._memo: dict[tuple[int, bool, int], tuple[Expr, Expr]] = {}
-        self.missed = False
-        """Whether a reference to a rule not defined yet (a recursion still being compiled)
-        was replaced by its depth-0 stand-in; the compiler then compiles once more with the
-        first pass's rules at hand."""
+        self.pending = False
+        """Whether a marker was left for a recursion still being compiled (see
+        :meth:`finish`)."""
         token = alt(syn.string, syn.number, syn.null, syn.true, syn.false,
                     *(literal(c) for c in "[]{},:"), WS_CHAR)
         self._tokens = star(token)
@@ -110,26 +109,103 @@ class Regularizer:
             return found[1]
         result: Expr
         if isinstance(expr, Ref):
-            body = self.rules.get(expr.name)
-            # Depth counts container levels: every reference cycle goes through an array or
-            # object rule, so only those use it up.
-            container = expr.name.endswith((".array", ".object"))
-            if body is None or (container and depth == 0):
-                self.missed = self.missed or body is None
-                result = self._soup_for(expr.name) if over else NOTHING
-            else:
-                result = self._walk(body, over, depth - 1 if container else depth)
-        elif isinstance(expr, Seq):
-            result = seq(*(self._walk(i, over, depth) for i in expr.items))
-        elif isinstance(expr, Alt):
-            result = alt(*(self._walk(i, over, depth) for i in expr.items))
-        elif isinstance(expr, Repeat):
-            result = repeat(self._walk(expr.item, over, depth), expr.min, expr.max)
-        elif isinstance(expr, And):
-            result = intersect(*(self._walk(i, over, depth) for i in expr.items))
-        elif isinstance(expr, Not):
-            result = complement(self._walk(expr.item, not over, depth))
-        else:  # pragma: no cover - only composites and Ref contain references
-            result = expr
+            result = self._unfold(expr.name, over, depth)
+        else:
+            result = self._rebuild(expr, lambda e, flip=False: self._walk(e, over != flip, depth))
         self._memo[key] = (expr, result)
         return result
+
+    def _unfold(self, name: str, over: bool, depth: int) -> Expr:
+        pending = _parse_pending(name)
+        if pending is not None:
+            # A marker inside a body being unfolded stands for its own request; a smaller
+            # depth keeps the same side (fewer texts kept, more removed) and ends.
+            rule, own_over, own_depth = pending
+            return self._unfold(rule, own_over, min(own_depth, depth))
+        # Depth counts container levels: every reference cycle goes through an array or
+        # object rule, so only those use it up.
+        container = name.endswith((".array", ".object"))
+        if container and depth == 0:
+            return self._soup_for(name) if over else NOTHING
+        body = self.rules.get(name)
+        if body is None:
+            # A recursion still being compiled: leave a marker, :meth:`finish` unfolds it.
+            self.pending = True
+            return Ref(f"{_PENDING}{int(over)}:{depth}:{name}")
+        return self._walk(body, over, depth - 1 if container else depth)
+
+    @staticmethod
+    def _rebuild(expr: Expr, walk: Callable[..., Expr]) -> Expr:
+        if isinstance(expr, Seq):
+            return seq(*(walk(i) for i in expr.items))
+        if isinstance(expr, Alt):
+            return alt(*(walk(i) for i in expr.items))
+        if isinstance(expr, Repeat):
+            return repeat(walk(expr.item), expr.min, expr.max)
+        if isinstance(expr, And):
+            return intersect(*(walk(i) for i in expr.items))
+        if isinstance(expr, Not):
+            return complement(walk(expr.item, True))
+        return expr
+
+    def finish(self, rules: dict[str, Expr]) -> None:
+        """Unfold the markers left for recursions that were still being compiled, now that
+        every rule is known (in place, in ``rules``)."""
+        if not self.pending:
+            return
+        self._memo.clear()  # results from before every rule was known may hold markers
+        marked: dict[int, tuple[Expr, bool]] = {}
+        fixed: dict[int, tuple[Expr, Expr]] = {}
+
+        def has_marker(expr: Expr) -> bool:
+            stack = [expr]
+            while stack:  # iterative post-order: expressions can be deep
+                e = stack[-1]
+                if id(e) in marked:
+                    stack.pop()
+                    continue
+                todo = [i for i in _items(e) if id(i) not in marked]
+                if todo:
+                    stack.extend(todo)
+                    continue
+                stack.pop()
+                value = (isinstance(e, Ref) and e.name.startswith(_PENDING)) or any(
+                    marked[id(i)][1] for i in _items(e))
+                marked[id(e)] = (e, value)
+            return marked[id(expr)][1]
+
+        def fix(expr: Expr) -> Expr:
+            if not has_marker(expr):
+                return expr
+            found = fixed.get(id(expr))
+            if found is not None:
+                return found[1]
+            if isinstance(expr, Ref):
+                pending = _parse_pending(expr.name)
+                assert pending is not None
+                result = self._unfold(*pending)
+            else:
+                result = self._rebuild(expr, lambda e, flip=False: fix(e))
+            fixed[id(expr)] = (expr, result)
+            return result
+
+        for name in list(rules):
+            rules[name] = fix(rules[name])
+
+
+_PENDING = "pending:"
+
+
+def _parse_pending(name: str) -> tuple[str, bool, int] | None:
+    if not name.startswith(_PENDING):
+        return None
+    over, depth, rule = name[len(_PENDING):].split(":", 2)
+    return rule, over == "1", int(depth)
+
+
+def _items(expr: Expr) -> tuple[Expr, ...]:
+    if isinstance(expr, (Seq, Alt, And)):
+        return expr.items
+    if isinstance(expr, (Repeat, Not)):
+        return (expr.item,)
+    return ()
