@@ -463,7 +463,7 @@ class Compiler:
             allowed.add(key)
             if key in spec.required:
                 required_values[key] = value
-            listed.append(Member(syn.strings.literal(key), value.expr(), key in spec.required))
+            listed.append(Member(key, value.expr(), key in spec.required))
         regions = spec.regions(self._patterns_overlap)
         extras: list[Member] = []
         if regions is None:

@@ -99,7 +99,7 @@ def literal(syn: JsonSyntax, value: Any, all_spellings: bool = False) -> Expr:
             body = seq(body, syn.comma, item)
         return syn.array(body, False)
     if isinstance(value, dict):
-        members = [Member(syn.strings.literal(k), literal(syn, v, all_spellings), True)
+        members = [Member(k, literal(syn, v, all_spellings), True)
                    for k, v in value.items()]
         expr = object_language(syn, members, [], 0, None)
         assert expr is not None  # literal values never reference rules

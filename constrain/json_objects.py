@@ -11,18 +11,19 @@ by the set of patterns they match (at most :data:`MAX_REGIONS`).
 on their order. The ``"any"`` order accepts the members in every order, listed keys at most
 once, required keys exactly once, and the number of members within
 ``minProperties``..``maxProperties``. Up to :data:`MAX_SUBSET_KEYS` listed keys this is one
-explicit automaton over the set of keys written so far (shared nodes, no intersection);
-beyond, it is the intersection of one such automaton per group of :data:`GROUP_KEYS` keys
-(each lets the other members occur freely) and a counting language, never a union over
-all key subsets, so its size stays linear in the groups and the automaton explores only
-the orders decoding takes. An intersection may not contain a rule reference (a free-form
-value, recursion) unless the automaton supports references that stay aligned across the
-intersected languages (:func:`refs_in_intersection_supported`). For large objects with such
-values the compiler falls back to ``"repeatable"``: any order, required keys exactly once,
-other listed keys any number of times (duplicates are valid JSON; Python's ``json`` keeps
-the last one and each occurrence's value is checked, so the parsed object still validates).
-``"schema"`` (option ``property_order="schema"``) wants listed keys in schema order (first
-appearance across the merged schemas) with unlisted keys anywhere between them.
+explicit automaton over the set of keys written so far (shared nodes, no intersection, so
+values may be rules: recursion, free-form values). Larger objects are ``"repeatable"``: any
+order, required keys exactly once, other listed keys any number of times. Duplicate names
+are valid JSON; Python's ``json`` (like most parsers) keeps the last one and every
+occurrence's value is checked, so the parsed object still validates; it is also a superset
+of the exact language, hence safe where a language is complemented. Only when that cannot
+be exact (``minProperties`` above the required keys, or more than :data:`MAX_SUBSET_KEYS`
+required keys) is the language an intersection of one explicit automaton per group of
+:data:`GROUP_KEYS` keys and a counting language, which needs regular values unless the
+automaton supports references that stay aligned across the intersected languages
+(:func:`refs_in_intersection_supported`). ``"schema"`` (option
+``property_order="schema"``) wants listed keys in schema order (first appearance across the
+merged schemas) with unlisted keys anywhere between them.
 
 Keys that are not listed are not checked for duplicates (no regular language can compare
 arbitrary keys); Python's ``json`` keeps the last duplicate, and every duplicate's value is
@@ -32,7 +33,7 @@ checked, so accepted text still validates unless ``minProperties`` counts a dupl
 >>> from constrain.grammar import Grammar, literal
 >>> from constrain.json_syntax import JsonSyntax, whitespace_gap
 >>> syn = JsonSyntax(whitespace_gap(0))
->>> a_b = [Member(syn.strings.literal(k), literal("1"), required=(k == "a")) for k in "ab"]
+>>> a_b = [Member(k, literal("1"), required=(k == "a")) for k in "ab"]
 >>> a = Automaton(Grammar.single(object_language(syn, a_b, [], 0, None)))
 >>> [a.matches(s) for s in (b'{"b":1,"a":1}', b'{"a":1}', b'{"b":1}', b'{"a":1,"a":1}')]
 [True, True, False, False]
@@ -42,7 +43,7 @@ from __future__ import annotations
 
 import itertools
 import re
-from collections.abc import Callable, Sequence
+from collections.abc import Callable, Iterable, Sequence
 from dataclasses import dataclass, field
 
 from .grammar import (
@@ -200,10 +201,10 @@ def _py_search(pattern: str, key: str) -> bool:
 
 @dataclass
 class Member:
-    """Members of one kind: a listed key (at most once; ``required``: exactly once) or,
-    among the extras, a region of unlisted keys."""
+    """Members of one kind: a listed key (its name: at most once; ``required``: exactly
+    once) or, among the extras, a region of unlisted keys (a string-literal language)."""
 
-    key: Expr
+    key: str | Expr
     value: Expr
     required: bool = False
 
@@ -215,27 +216,28 @@ def object_language(syn: JsonSyntax, listed: Sequence[Member], extras: Sequence[
     or ``"schema"`` (see the module docstring). ``None`` when the language needs an
     intersection and ``intersection_ok`` is false, or needs exact counts ``"repeatable"``
     cannot give."""
-    listed_texts = [syn.member(m.key, m.value) for m in listed]
-    extra_texts = [syn.member(m.key, m.value) for m in extras]
+    members = [*listed, *extras]
     required = [m.required for m in listed]
     low, high = min_properties, max_properties
-    if (high is not None and high < sum(required)) or (
-            not extra_texts and low > len(listed_texts)):
+    if (high is not None and high < sum(required)) or (not extras and low > len(listed)):
         return NOTHING
     counted = _counted(len(listed), bool(extras), low, high, sum(required))
-    texts = listed_texts + extra_texts
     n = len(listed)
+    everyone = range(len(members))
     cap = high if high is not None else low
     if order == "any":
         if n <= MAX_SUBSET_KEYS and (not (counted and extras) or (
                 2 ** n * (cap + 1) <= MAX_COUNTED_STATES)):
-            return _tracked(syn, texts, required, range(n), low, high)
+            return _tracked(syn, members, required, range(n), low, high)
+        repeatable = object_language(syn, listed, extras, low, high, order="repeatable")
+        if repeatable is not None:
+            return repeatable
         if not intersection_ok:
             return None
         groups = [range(i, min(i + GROUP_KEYS, n)) for i in range(0, n, GROUP_KEYS)]
-        conjuncts = [_tracked(syn, texts, required, g, 0, None) for g in groups]
+        conjuncts = [_tracked(syn, members, required, g, 0, None) for g in groups]
         if counted:
-            conjuncts.append(_count(syn, texts, set(range(len(texts))), low, high))
+            conjuncts.append(_count(syn, members, set(everyone), low, high))
         return intersect(*conjuncts) if len(conjuncts) > 1 else conjuncts[0]
     if order == "repeatable":
         # Only maxProperties survives repeats (a repeated key makes the object smaller).
@@ -243,20 +245,41 @@ def object_language(syn: JsonSyntax, listed: Sequence[Member], extras: Sequence[
         if low > sum(required) or len(must) > MAX_SUBSET_KEYS or (
                 counted and 2 ** len(must) * (cap + 1) > MAX_COUNTED_STATES):
             return None
-        return _tracked(syn, texts, required, must, 0, high)
-    body = _schema_order(syn, listed_texts, required, extra_texts)
+        return _tracked(syn, members, required, must, 0, high)
+    texts = [_text(syn, m) for m in members]
+    body = _schema_order(syn, texts[:n], required, texts[n:])
     if counted:
         if not intersection_ok:
             return None
-        return intersect(body, _count(syn, texts, set(range(len(texts))), low, high))
+        return intersect(body, _count(syn, members, set(everyone), low, high))
     return body
 
 
-def _tracked(syn: JsonSyntax, texts: Sequence[Expr], required: Sequence[bool],
+def _text(syn: JsonSyntax, m: Member) -> Expr:
+    key = syn.strings.literal(m.key) if isinstance(m.key, str) else m.key
+    return syn.member(key, m.value)
+
+
+def _choice(syn: JsonSyntax, members: Sequence[Member], indices: Iterable[int],
+            then: Callable[[int], Expr] | None = None) -> Expr:
+    """One member among ``indices``, followed by ``then(i)``; listed keys share a trie."""
+    named: list[tuple[str, Expr]] = []
+    rest: list[Expr] = []
+    for i in indices:
+        m = members[i]
+        tail = then(i) if then is not None else EMPTY
+        if isinstance(m.key, str):
+            named.append((m.key, seq(syn.colon, m.value, tail)))
+        else:
+            rest.append(seq(syn.member(m.key, m.value), tail))
+    return alt(syn.keyed(named), *rest)
+
+
+def _tracked(syn: JsonSyntax, members: Sequence[Member], required: Sequence[bool],
              track: Sequence[int], low: int, high: int | None) -> Expr:
-    """Objects whose members are ``texts`` in any order, where each tracked member occurs
-    at most once (required ones exactly once) and the others any number of times, with
-    ``low..high`` members in all.
+    """Objects with ``members`` in any order, where each tracked member occurs at most once
+    (required ones exactly once) and the others any number of times, with ``low..high``
+    members in all.
 
     An explicit automaton over the set of tracked members written so far and, when the
     count matters, the number of other members (capped where the bounds stop caring):
@@ -265,12 +288,13 @@ def _tracked(syn: JsonSyntax, texts: Sequence[Expr], required: Sequence[bool],
     """
     track = list(track)
     tracked = set(track)
-    others = [t for i, t in enumerate(texts) if i not in tracked]
-    other = alt(*others) if others else NOTHING
-    counting = bool(others) and (low > 0 or high is not None)
+    untracked = [i for i in range(len(members)) if i not in tracked]
+    other = _choice(syn, members, untracked) if untracked else NOTHING
+    counting = bool(untracked) and (low > 0 or high is not None)
     cap = (high if high is not None else low) if counting else 0
-    more_others = star(seq(syn.comma, other)) if others and not counting else EMPTY
-    must = sum(1 << j for j, i in enumerate(track) if required[i])
+    more_others = star(seq(syn.comma, other)) if untracked and not counting else EMPTY
+    bit = {i: 1 << j for j, i in enumerate(track)}
+    must = sum(bit[i] for i in track if required[i])
     memo: dict[tuple[int, int], Expr] = {}
 
     def after(seen: int, extra: int) -> Expr:
@@ -284,8 +308,10 @@ def _tracked(syn: JsonSyntax, texts: Sequence[Expr], required: Sequence[bool],
         if seen & must == must and low <= size:
             options.append(EMPTY)
         if high is None or size < high:
-            options.extend(seq(syn.comma, texts[i], after(seen | 1 << j, extra))
-                           for j, i in enumerate(track) if not seen >> j & 1)
+            left = [i for i in track if not seen & bit[i]]
+            if left:
+                options.append(seq(syn.comma, _choice(
+                    syn, members, left, lambda i: after(seen | bit[i], extra))))
             if counting and not saturated:
                 options.append(seq(syn.comma, other, after(seen, extra + 1)))
         loop = star(seq(syn.comma, other)) if saturated else more_others
@@ -295,9 +321,9 @@ def _tracked(syn: JsonSyntax, texts: Sequence[Expr], required: Sequence[bool],
 
     starts: list[Expr] = []
     if high is None or high >= 1:
-        starts = [seq(texts[i], after(1 << j, 0)) for j, i in enumerate(track)]
-        if others:
-            starts.insert(0, seq(other, after(0, 1 if counting else 0)))
+        starts = [_choice(syn, members, track, lambda i: after(bit[i], 0))]
+        if untracked:
+            starts.append(seq(other, after(0, 1 if counting else 0)))
     return syn.obj(alt(*starts) if starts else NOTHING, must == 0 and low == 0)
 
 
@@ -307,12 +333,12 @@ def _counted(listed: int, extras: bool, low: int, high: int | None, required: in
     return low > required or (high is not None and (most is None or high < most))
 
 
-def _count(syn: JsonSyntax, texts: Sequence[Expr], counted: set[int], low: int,
+def _count(syn: JsonSyntax, members: Sequence[Member], counted: set[int], low: int,
            high: int | None) -> Expr:
-    """Objects whose members are ``texts``, with ``low..high`` members from ``counted``."""
-    other = alt(*(t for i, t in enumerate(texts) if i not in counted)) if len(
-        counted) < len(texts) else NOTHING
-    mine = alt(*(texts[i] for i in sorted(counted)))
+    """Objects with ``members``, ``low..high`` of them from ``counted``."""
+    rest = [i for i in range(len(members)) if i not in counted]
+    other = _choice(syn, members, rest) if rest else NOTHING
+    mine = _choice(syn, members, sorted(counted))
     return syn.obj(syn.counted(other, mine, low, high), low == 0)
 
 

@@ -19,8 +19,11 @@ document (a model gains nothing there, and trailing whitespace would keep it fro
 
 from __future__ import annotations
 
+from collections.abc import Sequence
+
 from .grammar import (
     EMPTY,
+    NOTHING,
     Expr,
     alt,
     chars,
@@ -40,6 +43,7 @@ __all__ = ["ARRAY_RULE", "OBJECT_RULE", "VALUE_RULE", "WS_CHAR", "JsonSyntax", "
 WS_CHAR = chars([(0x20, 0x20), (0x09, 0x0A), (0x0D, 0x0D)])
 """One JSON whitespace character: space, tab, line feed, carriage return."""
 
+_QUOTE = literal('"')
 VALUE_RULE = "json.value"
 ARRAY_RULE = "json.array"
 OBJECT_RULE = "json.object"
@@ -86,6 +90,32 @@ class JsonSyntax:
     def member(self, key: Expr, value: Expr) -> Expr:
         """``key : value`` (``key`` is a JSON string-literal language)."""
         return seq(key, self.colon, value)
+
+    def keyed(self, entries: Sequence[tuple[str, Expr]]) -> Expr:
+        """``Alt`` of ``"key" tail`` for distinct keys, as a trie over the keys' characters,
+        so a derivative only follows the keys that share the text read so far."""
+        if not entries:
+            return NOTHING
+        return seq(_QUOTE, self._trie(sorted(entries, key=lambda e: e[0]), 0))
+
+    def _trie(self, entries: Sequence[tuple[str, Expr]], depth: int) -> Expr:
+        options: list[Expr] = []
+        i = 0
+        while i < len(entries):
+            key, tail = entries[i]
+            if len(key) == depth:
+                options.append(seq(_QUOTE, tail))
+                i += 1
+                continue
+            j = i
+            while j < len(entries) and len(entries[j][0]) > depth and (
+                    entries[j][0][depth] == key[depth]):
+                j += 1
+            cp = ord(key[depth])
+            options.append(seq(self.strings.encode_chars(((cp, cp),)),
+                               self._trie(entries[i:j], depth + 1)))
+            i = j
+        return alt(*options)
 
     def separated(self, item: Expr) -> Expr:
         """One or more ``item`` joined by commas."""

@@ -419,6 +419,18 @@ def test_unsupported_under_not_is_safely_ignored() -> None:
     assert a.matches(b'[1]')
 
 
+def test_large_objects_let_optional_keys_repeat() -> None:
+    # Beyond 8 listed keys, optional keys may repeat (Python's json keeps the last value;
+    # each one is validated), required keys still occur exactly once.
+    schema = {"type": "object", "properties": {f"k{i}": {"type": "integer"} for i in range(10)},
+              "required": ["k0"], "additionalProperties": False}
+    assert accepts(schema, '{"k5": 1, "k0": 2, "k5": 3}')
+    assert not accepts(schema, '{"k5": 1, "k0": 2, "k0": 3}')
+    assert not accepts(schema, '{"k5": "x", "k0": 2, "k5": 3}')
+    small = {"type": "object", "properties": {"a": {}, "b": {}}}
+    assert not accepts(small, '{"a": 1, "a": 2}')
+
+
 def test_annotations_and_unknown_keywords_are_ignored() -> None:
     schema = {"title": "t", "description": "d", "examples": [1], "default": 2, "$comment": "c",
               "deprecated": True, "readOnly": True, "x-custom": {"type": "string"},
