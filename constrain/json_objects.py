@@ -260,18 +260,17 @@ def _text(syn: JsonSyntax, m: Member) -> Expr:
     return syn.member(key, m.value)
 
 
-def _choice(syn: JsonSyntax, members: Sequence[Member], indices: Iterable[int],
-            then: Callable[[int], Expr] | None = None) -> Expr:
-    """One member among ``indices``, followed by ``then(i)``; listed keys share a trie."""
+def _choice(syn: JsonSyntax, members: Sequence[Member], indices: Iterable[int]) -> Expr:
+    """One member among ``indices``; listed keys share a trie, so a derivative follows only
+    the keys that match the text read so far."""
     named: list[tuple[str, Expr]] = []
     rest: list[Expr] = []
     for i in indices:
         m = members[i]
-        tail = then(i) if then is not None else EMPTY
         if isinstance(m.key, str):
-            named.append((m.key, seq(syn.colon, m.value, tail)))
+            named.append((m.key, seq(syn.colon, m.value)))
         else:
-            rest.append(seq(syn.member(m.key, m.value), tail))
+            rest.append(_text(syn, m))
     return alt(syn.keyed(named), *rest)
 
 
@@ -288,6 +287,7 @@ def _tracked(syn: JsonSyntax, members: Sequence[Member], required: Sequence[bool
     """
     track = list(track)
     tracked = set(track)
+    texts = {i: _text(syn, members[i]) for i in track}
     untracked = [i for i in range(len(members)) if i not in tracked]
     other = _choice(syn, members, untracked) if untracked else NOTHING
     counting = bool(untracked) and (low > 0 or high is not None)
@@ -310,8 +310,8 @@ def _tracked(syn: JsonSyntax, members: Sequence[Member], required: Sequence[bool
         if high is None or size < high:
             left = [i for i in track if not seen & bit[i]]
             if left:
-                options.append(seq(syn.comma, _choice(
-                    syn, members, left, lambda i: after(seen | bit[i], extra))))
+                options.append(seq(syn.comma, alt(*(seq(texts[i], after(seen | bit[i], extra))
+                                                    for i in left))))
             if counting and not saturated:
                 options.append(seq(syn.comma, other, after(seen, extra + 1)))
         loop = star(seq(syn.comma, other)) if saturated else more_others
@@ -321,7 +321,7 @@ def _tracked(syn: JsonSyntax, members: Sequence[Member], required: Sequence[bool
 
     starts: list[Expr] = []
     if high is None or high >= 1:
-        starts = [_choice(syn, members, track, lambda i: after(bit[i], 0))]
+        starts = [seq(texts[i], after(bit[i], 0)) for i in track]
         if untracked:
             starts.append(seq(other, after(0, 1 if counting else 0)))
     return syn.obj(alt(*starts) if starts else NOTHING, must == 0 and low == 0)

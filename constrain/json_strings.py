@@ -174,6 +174,7 @@ class StringEncoder:
         self.escapes = escapes
         self._char_memo: dict[Ranges, Expr] = {}
         self._memo: dict[int, tuple[Expr, Expr]] = {}
+        self._literals: dict[str, Expr] = {}
         self.char: Expr = self.encode_chars(_ANY_RANGES)
         """One encoded character (any code point)."""
         self.content: Expr = star(self.char)
@@ -256,7 +257,10 @@ class StringEncoder:
         >>> a.matches(b'"a\\\\"b"'), a.matches(b'"a\\\\u0022b"'), a.matches(b'"\\\\u0061\\\\"b"')
         (True, True, False)
         """
-        return self.string(literal(text))
+        found = self._literals.get(text)
+        if found is None:
+            found = self._literals[text] = self.string(literal(text))
+        return found
 
 
 def _subtract(ranges: Ranges, remove: Ranges) -> Ranges:
