@@ -34,15 +34,23 @@ def _is_pydantic_model(spec: Any) -> bool:
     return isinstance(spec, type) and callable(getattr(spec, "model_json_schema", None))
 
 
-GENERATION_SCHEMA_DEFAULTS: dict[str, Any] = {"escapes": "required"}
+GENERATION_SCHEMA_DEFAULTS: dict[str, Any] = {
+    "escapes": "required",
+    "whitespace_pattern": "[ ]?",
+    "strict_additional_properties": True,
+}
 
 
 def compile_spec(spec: Any, vocab: Vocabulary, **schema_options: Any) -> CompiledConstraint:
     """Compile one spec (see the module docstring) for ``vocab``.
 
     ``schema_options`` go to :func:`~constrain.compile_json_schema` for schema specs. For
-    generation the escape policy defaults to ``"required"``: with every JSON escape allowed,
-    small models start spelling plain characters as ``\\u006c`` and derail.
+    generation, :data:`GENERATION_SCHEMA_DEFAULTS` apply unless overridden: only the escapes
+    JSON requires (with every escape allowed, small models start spelling plain characters as
+    ``\\u006c``), at most one space per gap, as ``json.dumps`` writes (with free
+    whitespace they spend their token budget on newlines), and no keys the schema does not
+    mention unless it sets ``additionalProperties`` (as xgrammar's strict mode: Pydantic
+    schemas leave it out, and models then invent keys).
 
     >>> from constrain import Vocabulary
     >>> vocab = Vocabulary.from_token_bytes([b"1", b"2", None], eos_token_ids=[2])
