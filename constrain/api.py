@@ -36,6 +36,7 @@ import functools
 import inspect
 import json
 import re
+import types
 import typing
 from collections.abc import Callable, Iterable, Mapping
 from typing import Any, Generic, TypeVar, overload
@@ -43,12 +44,14 @@ from typing import Any, Generic, TypeVar, overload
 from .errors import MissingDependencyError, SchemaError, ValidationFailure
 
 __all__ = [
+    "GENERATION_JSON_OPTIONS",
     "Choice",
     "GenerativeFunction",
     "OutputSpec",
     "Regex",
     "generate_as",
     "generative",
+    "json_options",
     "output_spec",
 ]
 
@@ -153,6 +156,27 @@ def _pydantic_failure(e: Any, text: str) -> ValidationFailure:
     return ValidationFailure(f"at {path}: {first['msg']} (output: {text!r})", path=path)
 
 
+#: :class:`~constrain.json_schema.JsonSchemaOptions` fields that :func:`generate_as`,
+#: :meth:`OutputSpec.compile`, tools and ``constrain extract`` add to the generation
+#: defaults of :data:`constrain.specs.GENERATION_SCHEMA_DEFAULTS` (required escapes only, no
+#: unlisted keys). The output is parsed, so neither whitespace nor member order can matter
+#: to the caller: compact JSON in schema order makes every listed key forced bytes, which
+#: generation fast-forwards instead of sampling.
+GENERATION_JSON_OPTIONS: Mapping[str, Any] = types.MappingProxyType({
+    "whitespace_pattern": "",
+    "property_order": "schema",
+})
+
+
+def json_options(overrides: Mapping[str, Any] | None = None) -> dict[str, Any]:
+    """:data:`GENERATION_JSON_OPTIONS` updated with ``overrides``.
+
+    >>> json_options({"property_order": "any"})
+    {'whitespace_pattern': '', 'property_order': 'any'}
+    """
+    return {**GENERATION_JSON_OPTIONS, **(overrides or {})}
+
+
 @dataclasses.dataclass(frozen=True)
 class OutputSpec:
     """How one output type constrains decoding and turns the decoded text into a value.
@@ -170,8 +194,14 @@ class OutputSpec:
     output_type: Any
     schema: dict[str, Any] | None = None
 
-    def compile(self, vocab: Any, **json_options: Any) -> Any:
-        """The :class:`~constrain.CompiledConstraint` of this output for ``vocab``.
+    @property
+    def is_json(self) -> bool:
+        """Whether the output is JSON under a JSON Schema (``json_options`` apply)."""
+        return self.kind in ("json", "schema")
+
+    def compile(self, vocab: Any, **schema_options: Any) -> Any:
+        """The :class:`~constrain.CompiledConstraint` of this output for ``vocab``; JSON
+        outputs use :func:`json_options` updated with ``schema_options``.
 
         >>> from constrain import Vocabulary
         >>> vocab = Vocabulary.from_token_bytes([b"yes", b"no", None], eos_token_ids=[2])
@@ -180,7 +210,15 @@ class OutputSpec:
         """
         from .specs import compile_spec
 
-        return compile_spec(self.spec, vocab, **json_options)
+        if not self.is_json:
+            return compile_spec(self.spec, vocab)
+        return compile_spec(self.spec, vocab, **json_options(schema_options))
+
+    def generation_kwargs(self, schema_options: Mapping[str, Any] | None = None
+                          ) -> dict[str, Any]:
+        """The ``schema_options=`` argument of :func:`constrain.generation.generate` for
+        this output (nothing for text outputs)."""
+        return {"schema_options": json_options(schema_options)} if self.is_json else {}
 
     def parse(self, text: str, *, finished: bool = True) -> Any:
         """The validated value of ``text``; :class:`ValidationFailure` if it is not one.
@@ -297,28 +335,34 @@ def _generate_batch(specs: Any, prompts: Any, **kwargs: Any) -> Any:
 
 @overload
 def generate_as(output_type: type[T], prompt: str | list[dict[str, str]], *,
-                model: Any = ..., tokenizer: Any = ..., **gen_kwargs: Any) -> T: ...
+                model: Any = ..., tokenizer: Any = ...,
+                schema_options: Mapping[str, Any] | None = ..., **gen_kwargs: Any) -> T: ...
 @overload
 def generate_as(output_type: Any, prompt: str | list[dict[str, str]], *,
-                model: Any = ..., tokenizer: Any = ..., **gen_kwargs: Any) -> Any: ...
+                model: Any = ..., tokenizer: Any = ...,
+                schema_options: Mapping[str, Any] | None = ..., **gen_kwargs: Any) -> Any: ...
 
 
 def generate_as(output_type: Any, prompt: str | list[dict[str, str]], *, model: Any = None,
-                tokenizer: Any = None, **gen_kwargs: Any) -> Any:
+                tokenizer: Any = None, schema_options: Mapping[str, Any] | None = None,
+                **gen_kwargs: Any) -> Any:
     """Generate a value of ``output_type`` for ``prompt`` and return it parsed and validated.
 
     ``prompt`` is a user message (or a list of chat messages); ``model``/``tokenizer``
     default to the embedded SmolLM2-135M-Instruct. Other keyword arguments go to
     :func:`constrain.generation.generate` (``max_new_tokens``, ``temperature``, ``top_p``,
-    ``seed``, ...). Raises :class:`~constrain.errors.ValidationFailure` when the output
-    does not validate, e.g. when ``max_new_tokens`` ran out first.
+    ``seed``, ...). JSON outputs are compiled with :func:`json_options` updated with
+    ``schema_options`` (compact, in schema order, no unlisted keys). Raises
+    :class:`~constrain.errors.ValidationFailure` when the output does not validate, e.g.
+    when ``max_new_tokens`` ran out first.
 
     >>> from typing import Literal
     >>> generate_as(Literal["yes", "no"], "Is water wet?")  # doctest: +SKIP
     'yes'
     """
     spec = output_spec(output_type)
-    result = _generate(spec.spec, prompt, model=model, tokenizer=tokenizer, **gen_kwargs)
+    result = _generate(spec.spec, prompt, model=model, tokenizer=tokenizer,
+                       **spec.generation_kwargs(schema_options), **gen_kwargs)
     return spec.parse(result.text, finished=result.finished)
 
 

@@ -20,7 +20,7 @@ import importlib
 import json
 import os
 import sys
-from collections.abc import Callable, Iterable, Sequence
+from collections.abc import Callable, Iterable, Mapping, Sequence
 from pathlib import Path
 from typing import IO, Any
 
@@ -294,6 +294,7 @@ def run_extraction(
     limit: int | None = None,
     retry_errors: bool = False,
     batch_size: int = 1,
+    schema_options: Mapping[str, Any] | None = None,
     progress: bool = True,
     constraint: Any = None,
     on_record: Callable[[dict[str, Any]], None] | None = None,
@@ -305,13 +306,17 @@ def run_extraction(
     dict, a Pydantic model, ...). ``constraint`` is an already compiled constraint to use
     instead of compiling the spec per call; ``gen_kwargs`` go to
     :func:`constrain.generation.generate_batch`, which gets ``batch_size`` records at a time
-    (more throughput on a CPU; a batch is written when all its rows are done). Each line
+    (more throughput on a CPU; a batch is written when all its rows are done). JSON outputs
+    are compiled with :func:`constrain.api.json_options` updated with ``schema_options``
+    (ignored with ``constraint``). Each line
     is flushed when written; a ``KeyboardInterrupt`` stops after the current batch with the
     stats marked interrupted.
     """
     if batch_size < 1:
         raise ValueError("batch_size must be at least 1")
     spec = api.output_spec(output_type)
+    if constraint is None:
+        gen_kwargs = {**spec.generation_kwargs(schema_options), **gen_kwargs}
     done = done_ids(output, retry_errors=retry_errors)
     todo = [r for r in records if _key(r.id) not in done]
     stats = ExtractionStats(skipped=len(records) - len(todo))

@@ -167,9 +167,10 @@ class Tool:
         """
         return self.function(**self.validate(arguments))
 
-    def constraint(self, vocab: Any, **json_options: Any) -> Any:
-        """A compiled constraint for this tool's arguments object (JSON) on ``vocab``."""
-        return output_spec(self.parameters).compile(vocab, **json_options)
+    def constraint(self, vocab: Any, **schema_options: Any) -> Any:
+        """A compiled constraint for this tool's arguments object (JSON) on ``vocab``
+        (options: :func:`constrain.api.json_options`)."""
+        return output_spec(self.parameters).compile(vocab, **schema_options)
 
     def call_schema(self) -> dict[str, Any]:
         """The schema of one call, ``{"tool": <name>, "arguments": {...}}`` (``$defs`` kept
@@ -322,9 +323,10 @@ class Toolbox:
     def __contains__(self, name: object) -> bool:
         return name in self.tools
 
-    def constraint(self, vocab: Any, **json_options: Any) -> Any:
-        """The compiled "pick a tool and its arguments" constraint for ``vocab``."""
-        return output_spec(self.schema).compile(vocab, **json_options)
+    def constraint(self, vocab: Any, **schema_options: Any) -> Any:
+        """The compiled "pick a tool and its arguments" constraint for ``vocab`` (options:
+        :func:`constrain.api.json_options`)."""
+        return output_spec(self.schema).compile(vocab, **schema_options)
 
     def parse(self, model_output: str | Mapping[str, Any]) -> ToolCall:
         """The validated :class:`ToolCall` in ``model_output`` (JSON text or a dict)."""
@@ -376,14 +378,18 @@ class Toolbox:
         return [{"role": "system", "content": self.system_prompt()}, *messages]
 
     def choose(self, prompt: str | list[dict[str, str]], *, model: Any = None,
-               tokenizer: Any = None, invoke: bool = True, **gen_kwargs: Any) -> ToolCall:
+               tokenizer: Any = None, invoke: bool = True,
+               schema_options: Mapping[str, Any] | None = None, **gen_kwargs: Any) -> ToolCall:
         """Let the model pick a tool and its arguments for ``prompt``, then call it.
 
-        The tool list is added to the system message (see :meth:`messages`). Returns the
+        The tool list is added to the system message (see :meth:`messages`). The call is
+        compiled with :func:`constrain.api.json_options` updated with ``schema_options``;
+        other keyword arguments go to :func:`constrain.generation.generate`. Returns the
         :class:`ToolCall` with its ``result`` (not invoked when ``invoke=False``).
         """
         result = api._generate(self.schema, self.messages(prompt), model=model,
-                           tokenizer=tokenizer, **gen_kwargs)
+                               tokenizer=tokenizer,
+                               schema_options=api.json_options(schema_options), **gen_kwargs)
         if not result.finished:
             raise ValidationFailure("generation stopped before the tool call was complete "
                                     f"(raise max_new_tokens): {result.text!r}")

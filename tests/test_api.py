@@ -211,7 +211,8 @@ def test_generate_as_passes_spec_and_options(fake: Any) -> None:
     assert person == Person(name="Ann", age=31)
     spec, prompt, kwargs = f.calls[0]
     assert spec == Person.model_json_schema() and prompt == "Ann is 31."
-    assert kwargs == {"model": None, "tokenizer": None, "max_new_tokens": 40, "temperature": 0.0}
+    assert kwargs == {"model": None, "tokenizer": None, "max_new_tokens": 40, "temperature": 0.0,
+                      "schema_options": dict(api.GENERATION_JSON_OPTIONS)}
 
 
 def test_generate_as_choice_and_messages(fake: Any) -> None:
@@ -220,6 +221,7 @@ def test_generate_as_choice_and_messages(fake: Any) -> None:
                 {"role": "user", "content": "Grass?"}]
     assert generate_as(Color, messages) is Color.GREEN
     assert f.calls[0][0] == {"choice": ["red", "green"]} and f.calls[0][1] == messages
+    assert "schema_options" not in f.calls[0][2]  # text outputs have no JSON options
 
 
 def test_generate_as_reports_truncation(fake: Any) -> None:
@@ -439,6 +441,7 @@ def test_toolbox_choose_generates_then_invokes(fake: Any) -> None:
     assert (call.name, call.result, call.invoked) == ("get_weather", "20 F in Lima", True)
     spec, messages, kwargs = f.calls[0]
     assert spec == box.schema and kwargs["max_new_tokens"] == 64
+    assert kwargs["schema_options"]["property_order"] == "schema"
     assert messages[0]["role"] == "system" and "get_weather: Current weather" in (
         messages[0]["content"])
     assert messages[1] == {"role": "user", "content": "Weather in Lima, in Fahrenheit?"}
