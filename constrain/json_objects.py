@@ -83,6 +83,10 @@ values; larger ones intersect one such automaton per group of :data:`GROUP_KEYS`
 
 GROUP_KEYS = 6
 
+MAX_REQUIRED_KEYS = 12
+"""Required keys the ``"repeatable"`` order tracks in one explicit automaton (beyond, an
+intersection of groups, or schema order when values are rules)."""
+
 MAX_COUNTED_STATES = 1024
 """Nodes allowed for an explicit automaton that also counts unlisted members
 (``minProperties``/``maxProperties`` with extra keys)."""
@@ -242,7 +246,7 @@ def object_language(syn: JsonSyntax, listed: Sequence[Member], extras: Sequence[
     if order == "repeatable":
         # Only maxProperties survives repeats (a repeated key makes the object smaller).
         must = [i for i in range(n) if required[i]]
-        if low > sum(required) or len(must) > MAX_SUBSET_KEYS or (
+        if low > sum(required) or len(must) > MAX_REQUIRED_KEYS or (
                 counted and 2 ** len(must) * (cap + 1) > MAX_COUNTED_STATES):
             return None
         return _tracked(syn, members, required, must, 0, high)
