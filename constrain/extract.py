@@ -44,7 +44,8 @@ __all__ = [
 #: other braces are). ``{schema}`` is the JSON Schema, the regex, or the list of choices.
 DEFAULT_PROMPTS = {
     "json": "Extract the information from the text below as a JSON object that follows this "
-            "JSON Schema:\n{schema}\n\nText:\n{text}",
+            "JSON Schema:\n{schema}\nUse null for anything the text does not say.\n\n"
+            "Text:\n{text}",
     "regex": "From the text below, give the answer matching the regular expression "
              "{schema}\n\nText:\n{text}",
     "choice": "Classify the text below. Answer with one of: {schema}\n\nText:\n{text}",
