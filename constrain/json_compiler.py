@@ -490,13 +490,6 @@ class Compiler:
             except NeedsRegular:
                 return None, None  # opaque: stands in as every object
             expr = object_language(syn, listed, extras, low, high, order=order)
-        if expr is None and order == "any":
-            # Values are rules and the automaton cannot intersect them: let optional keys
-            # repeat rather than impose an order (see json_objects).
-            expr = object_language(syn, listed, extras, low, high, order="repeatable",
-                                   intersection_ok=False)
-            if expr is None and not (low or high is not None):
-                expr = object_language(syn, listed, extras, low, high, order="schema")
         if expr is None:
             keyword = "minProperties" if low else "maxProperties"
             self.refuse(keyword, flat[0].pointer, "the object's values are recursive or "

@@ -98,3 +98,44 @@ def test_random_schemas_agree_with_jsonschema(schema: dict[str, Any],
     for instance in instances:
         text = json.dumps(instance).encode()
         assert automaton.matches(text) == validator.is_valid(instance), (schema, instance)
+
+
+MANY = [f"k{i}" for i in range(14)]
+big_schemas = st.lists(st.sampled_from(MANY), min_size=9, max_size=14, unique=True).flatmap(
+    lambda props: st.builds(
+        lambda req, extra, low: {
+            "type": "object", "properties": {k: {"type": "integer"} for k in props},
+            "required": req, "additionalProperties": extra, "minProperties": low},
+        st.lists(st.sampled_from(props), min_size=1, max_size=len(props), unique=True),
+        st.sampled_from([False, True, {"type": "null"}]),
+        st.integers(0, 12)))
+
+
+def _instances_for(schema: dict[str, Any]) -> st.SearchStrategy[list[Any]]:
+    # Mostly the required keys plus some others, so that many instances are valid.
+    keys = list(schema["properties"]) + ["x"]
+    required = list(schema["required"])
+    some = st.lists(st.sampled_from(keys), max_size=len(keys), unique=True)
+    dropped = st.lists(st.sampled_from(required), max_size=1, unique=True)
+    value = st.one_of(st.integers(0, 3), st.none())
+    instance = st.builds(lambda extra, drop, vals: {
+        k: vals[i % len(vals)] for i, k in enumerate(
+            [k for k in required if k not in drop] + [k for k in extra if k not in required])},
+        some, dropped, st.lists(value, min_size=1, max_size=3))
+    return st.lists(instance, min_size=1, max_size=4)
+
+
+@pytest.mark.slow
+@settings(max_examples=25, deadline=None, suppress_health_check=[HealthCheck.too_slow])
+@given(data=st.data())
+def test_large_objects_agree_with_jsonschema(data: st.DataObject) -> None:
+    schema = data.draw(big_schemas)
+    instances = data.draw(_instances_for(schema))
+    try:
+        automaton = Automaton(schema_to_grammar(schema))
+    except (UnsupportedSchemaError, SchemaError):
+        return
+    validator = Draft202012Validator(schema)
+    for instance in instances:
+        text = json.dumps(instance).encode()
+        assert automaton.matches(text) == validator.is_valid(instance), (schema, instance)
