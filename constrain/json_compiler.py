@@ -490,13 +490,19 @@ class Compiler:
             except NeedsRegular:
                 return None, None  # opaque: stands in as every object
             expr = object_language(syn, listed, extras, low, high, order=order)
+        if expr is None and object_language(syn, listed, extras, 0, None, order=order,
+                                            intersection_ok=False) is None:
+            self.refuse("required", flat[0].pointer, "too many required keys to track in an "
+                        "object whose values are recursive or free-form")
+            # lenient: required keys may repeat or be missing (a superset)
+            expr = object_language(syn, [Member(m.key, m.value) for m in listed], extras, 0,
+                                   None, order="repeatable")
         if expr is None:
             keyword = "minProperties" if low else "maxProperties"
             self.refuse(keyword, flat[0].pointer, "the object's values are recursive or "
                         "free-form, so its members cannot be counted")
-            expr = object_language(syn, listed, extras, 0, None, order="repeatable",
-                                   intersection_ok=False) or object_language(
-                syn, listed, extras, 0, None, order="schema")
+            expr = object_language(syn, listed, extras, 0, None, order=order,
+                                   intersection_ok=False)
         assert expr is not None
         values = [m.value for m in (*listed, *extras)]
         return self.refs.mark(expr, any(self.refs.has_ref(v) for v in values)), keys

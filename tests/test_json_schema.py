@@ -353,6 +353,9 @@ def test_recursion_is_rules_not_unrolled() -> None:
                   "$ref": "#/$defs/o"}, "oneOf", "#/$defs/o/oneOf", id="oneOf-free-form"),
     pytest.param({"type": "string", "pattern": "(a)\\1"}, "pattern", "#/pattern",
                  id="pattern-backreference"),
+    pytest.param({"properties": {f"k{i}": {} for i in range(14)},
+                  "required": [f"k{i}" for i in range(14)]}, "required", "#",
+                 id="many-required-free-form"),
 ])
 def test_refusals_name_keyword_and_pointer(schema: Any, keyword: str, pointer: str) -> None:
     with pytest.raises(UnsupportedSchemaError) as info:
