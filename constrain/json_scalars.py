@@ -90,6 +90,8 @@ class Scalars:
         # Since draft 6 an integral float is an integer. json_numbers' complete set of such
         # spellings derives slowly (one alternative per exponent); this subset holds every
         # float json.dumps writes for an integral value (``3.0``, ``1e+16``).
+        if multiple is None and bounds["minimum"] is None and bounds["maximum"] is None:
+            return alt(ints, _integral_floats())  # no intersection: no emptiness searches
         return alt(ints, intersect(number_expr(multiple_of=multiple, **bounds),
                                    _integral_floats()))
 
