@@ -61,7 +61,9 @@ def check_schema_file(path: str, budget: float, options: dict[str, Any] | None =
     except Exception:  # noqa: BLE001 - a schema jsonschema cannot even classify
         record["keywords"] = []
     signal.signal(signal.SIGPROF, _alarm)
-    signal.setitimer(signal.ITIMER_PROF, budget)
+    # Re-arm every second: an exception raised inside a callback Python ignores (a gc
+    # callback, a __del__) is swallowed, and a one-shot timer would then never stop the work.
+    signal.setitimer(signal.ITIMER_PROF, budget, 1.0)
     start = time.perf_counter()
     cpu_start = time.process_time()
     try:
