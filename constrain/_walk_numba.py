@@ -23,10 +23,15 @@ def _walk(
     rows, loop_lo, loop_hi, loop_utf8, loop_budget, loop_known,
     byte, terminal, child_lo, child_hi, start, end, utf8_state,
     suffix_lo, suffix_hi, suffix_non_ascii, suffix_chars, subtree_valid,
-    stack_nodes, stack_states, depth0,
+    stack_nodes, stack_states, depth0, seed_state, num_roots,
     string_token, dup_ptr, dup_token, words, pending_nodes, pending_states,
 ):  # pragma: no cover - compiled
     sp = depth0
+    if seed_state >= 0:  # a fresh walk: every root from one state
+        for root in range(num_roots):
+            stack_nodes[sp] = root
+            stack_states[sp] = seed_state
+            sp += 1
     n_pending = 0
     while sp > 0:
         sp -= 1

@@ -58,8 +58,7 @@ class TokenMasks:
         self._loop_budget = np.zeros(0, dtype=np.int32)  # characters it may consume so
         self._loop_known = np.zeros(0, dtype=bool)
         self.use_compiled = walk_kernel.available() if use_compiled is None else use_compiled
-        self._roots = np.arange(self.trie.num_roots, dtype=np.int64)
-        self._scratch: tuple[np.ndarray, ...] | None = None
+        self._walk = walk_kernel.TrieWalk(self.trie) if self.use_compiled else None
 
     def mask(self, state: int) -> np.ndarray:
         """The packed int32 mask of ``state`` (read-only; EOS set iff the state may end)."""
@@ -92,16 +91,13 @@ class TokenMasks:
         return packed
 
     def _walk_compiled(self, state: int, packed: np.ndarray) -> None:
-        trie, automaton = self.trie, self.automaton
-        nodes = self._roots
-        states = np.full(len(nodes), state, dtype=np.int64)
+        automaton, walk, words = self.automaton, self._walk, packed.view(np.uint32)
+        self._ensure_loop_capacity(automaton.num_states)
+        nodes, states = walk.start(automaton.table, self._loop_arrays(), state, words)
         while len(nodes):
+            self._prepare_pending(nodes, states)
             self._ensure_loop_capacity(automaton.num_states)
-            nodes, states = walk_kernel.walk(
-                trie, automaton.table, self._loop_arrays(), nodes, states, packed
-            )
-            if len(nodes):
-                self._prepare_pending(nodes, states)
+            nodes, states = walk.resume(automaton.table, self._loop_arrays(), len(nodes), words)
 
     def _prepare_pending(self, nodes: np.ndarray, states: np.ndarray) -> None:
         """Build what the kernel stopped at: the rows of pending states, and whether their
