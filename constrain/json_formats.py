@@ -62,7 +62,7 @@ import unicodedata
 from array import array
 from collections.abc import Callable
 
-from .digit_ranges import DIGIT, NONZERO
+from .digit_ranges import DIGIT, NONZERO, uint_range
 from .grammar import (
     ANY_CHAR,
     EMPTY,
@@ -399,7 +399,8 @@ def _regex_subset() -> Expr:
     (not metacharacters), escaped punctuation, ``\\d\\w\\s\\D\\W\\S``, ``.``, simple
     classes ``[...]`` of literals and ascending ``a-z`` style ranges of letters or digits,
     groups ``(...)``/``(?:...)`` nested up to 3 deep with ``|``, one quantifier
-    (``* + ? {n} {n,}`` with an optional lazy ``?``) after any atom, and the anchors
+    (``* + ? {n} {n,} {n,m}``, counts below 10000, ``n <= m`` and ``n < 100`` in ``{n,m}``,
+    with an optional lazy ``?``) after any atom, and the anchors
     ``^``/``$`` anywhere (unquantified)."""
     meta = "\\.^$*+?{}[]()|"
     plain = chars([(ord(c), ord(c)) for c in meta] + [(0, 31)], negate=True)
@@ -412,7 +413,11 @@ def _regex_subset() -> Expr:
     )
     cls = seq(literal("["), optional(literal("^")), plus(class_item), literal("]"))
     count = alt(literal("0"), seq(NONZERO, repeat(DIGIT, 0, 3)))
-    quant = seq(alt(_cls("*+?"), seq(literal("{"), count, optional(literal(",")), literal("}"))),
+    # {n,m} needs n <= m (re refuses "a{2,1}"): n below 100, then m in [n, 9999].
+    bounded = alt(*(seq(literal(f"{n},"), uint_range(n, 9999)) for n in range(100)))
+    quant = seq(alt(_cls("*+?"),
+                    seq(literal("{"), alt(count, seq(count, literal(",")), bounded),
+                        literal("}"))),
                 optional(literal("?")))
     atom: Expr = alt(plain, escape, literal("."), cls)
     body: Expr = EMPTY

@@ -63,7 +63,8 @@ VALID = {
                      "{+path}/here", "{var:3}", "{list*}", "/literal"],
     "json-pointer": ["", "/", "/a/b", "/a~0b/c~1d", "/0/items"],
     "relative-json-pointer": ["0", "1/a", "10#", "2/b/0", "120", "٣/a"],
-    "regex": ["^[a-z]+$", r"\d{3}-\d{4}", "(ab|cd)*?", "[A-Z][a-z0-9_]*", "a.b", ""],
+    "regex": ["^[a-z]+$", r"\d{3}-\d{4}", "(ab|cd)*?", "[A-Z][a-z0-9_]*", "a.b", "",
+              "^[a-zA-Z0-9_]{3,16}$", "a{0,0}", "(a{1,2}|b){3,9999}?"],
     "color": ["#fff", "#A0B1C2", "red", "navy"],
 }
 
@@ -84,7 +85,7 @@ INVALID = {
     "uri-template": ["{}", "{=x}", "{var", "a}b", "{%41}", "{x:0}"],
     "json-pointer": ["a", "/a~2", "/~"],
     "relative-json-pointer": ["", "01", "102", "-1", "1a", "#"],
-    "regex": ["(", "[", "a{2,1}", "*a", "a**"],
+    "regex": ["(", "[", "a{2,1}", "*a", "a**", "a{99,98}", "a{3,16"],
 }
 
 
