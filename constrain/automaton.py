@@ -22,8 +22,7 @@ from __future__ import annotations
 
 import sys
 import threading
-from collections.abc import Callable, Iterator
-from contextlib import contextmanager
+from collections.abc import Callable
 from dataclasses import dataclass
 
 import numpy as np
@@ -70,8 +69,8 @@ class Automaton:
     DEAD = 0
 
     def __init__(self, grammar: ir.Grammar, options: AutomatonOptions | None = None) -> None:
-        with _deep_recursion():
-            self._build(grammar, options)
+        _ensure_recursion_limit()
+        self._build(grammar, options)
 
     def _build(self, grammar: ir.Grammar, options: AutomatonOptions | None) -> None:
         self.options = options or AutomatonOptions()
@@ -276,7 +275,8 @@ class Automaton:
                 )
 
     def _compute_row(self, state: int) -> None:
-        with self._lock, _deep_recursion():
+        _ensure_recursion_limit()
+        with self._lock:
             if self._rows[state, 0] >= 0:
                 return
             pieces: list[tuple[int, Stack]] = []
@@ -286,10 +286,10 @@ class Automaton:
             if _disjoint(pieces):  # the common case: one frame's derivative, no merging
                 for bits, stack in pieces:
                     if stack != DEAD_STACK:
-                        row[_bit_positions(bits)] = self._intern(frozenset((stack,)))
+                        _set_row(row, bits, self._intern(frozenset((stack,))))
             else:
                 for bits, members in _partition(pieces):
-                    row[_bit_positions(bits)] = self._intern(frozenset(members))
+                    _set_row(row, bits, self._intern(frozenset(members)))
             self._rows[state] = row
 
     # -- public queries ----------------------------------------------------------------
@@ -310,7 +310,7 @@ class Automaton:
         table = self._rows
         missing = states[table[states, 0] < 0]
         if len(missing):
-            for s in np.unique(missing).tolist():
+            for s in set(missing.tolist()):
                 self._compute_row(s)
             table = self._rows
         return table
@@ -412,8 +412,7 @@ def _partition(pieces: list[tuple[int, Stack]]) -> list[tuple[int, set[Stack]]]:
 _RECURSION_LIMIT = 20_000
 
 
-@contextmanager
-def _deep_recursion() -> Iterator[None]:
+def _ensure_recursion_limit() -> None:
     """Room for expressions nested a few thousand levels deep (conversion and derivatives
     recurse once per nesting level; Python 3.11+ does not use the C stack for these).
 
@@ -422,7 +421,13 @@ def _deep_recursion() -> Iterator[None]:
     """
     if sys.getrecursionlimit() < _RECURSION_LIMIT:
         sys.setrecursionlimit(_RECURSION_LIMIT)
-    yield
+
+
+def _set_row(row: np.ndarray, bits: int, target: int) -> None:
+    if bits & (bits - 1) == 0:  # one byte: a scalar store, far cheaper than fancy indexing
+        row[bits.bit_length() - 1] = target
+    else:
+        row[_bit_positions(bits)] = target
 
 
 def _disjoint(pieces: list[tuple[int, Stack]]) -> bool:

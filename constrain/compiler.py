@@ -28,7 +28,7 @@ import numpy as np
 from . import cache
 from .automaton import Automaton, AutomatonOptions
 from .errors import GrammarError, RegexSyntaxError, TokenizerError
-from .grammar import Grammar, alt, byte_literal, literal
+from .grammar import EMPTY, Bytes, Expr, Grammar, prefix_tree
 from .masks import TokenMasks
 from .matcher import Matcher
 from .regex import parse_regex
@@ -168,13 +168,17 @@ def compile_choice(choices: Sequence[str | bytes], vocab: Vocabulary, *,
     for c in items:
         if not isinstance(c, (str, bytes)):
             raise GrammarError(f"choices must be str or bytes, got {type(c).__name__}: {c!r}")
-    return _compiled(
-        "choice", items, vocab,
-        lambda: Grammar.single(
-            alt(*(literal(c) if isinstance(c, str) else byte_literal(c) for c in items))
-        ),
-        options,
-    )
+    return _compiled("choice", items, vocab, lambda: Grammar.single(_choice_tree(items)), options)
+
+
+def _choice_tree(items: Sequence[str | bytes]) -> Expr:
+    # Bytes, not characters: the UTF-8 of valid strings is the same language, and a byte
+    # trie derives in one step per byte.
+    keys = {c.encode() if isinstance(c, str) else c for c in items}
+    return prefix_tree([(k, EMPTY) for k in keys], _BYTE_UNITS.__getitem__)
+
+
+_BYTE_UNITS = [Bytes(((b, b),)) for b in range(256)]
 
 
 def compile_grammar(grammar: Grammar, vocab: Vocabulary, *,

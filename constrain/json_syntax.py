@@ -30,6 +30,7 @@ from .grammar import (
     intersect,
     literal,
     optional,
+    prefix_tree,
     ref,
     repeat,
     seq,
@@ -96,26 +97,10 @@ class JsonSyntax:
         so a derivative only follows the keys that share the text read so far."""
         if not entries:
             return NOTHING
-        return seq(_QUOTE, self._trie(sorted(entries, key=lambda e: e[0]), 0))
-
-    def _trie(self, entries: Sequence[tuple[str, Expr]], depth: int) -> Expr:
-        options: list[Expr] = []
-        i = 0
-        while i < len(entries):
-            key, tail = entries[i]
-            if len(key) == depth:
-                options.append(seq(_QUOTE, tail))
-                i += 1
-                continue
-            j = i
-            while j < len(entries) and len(entries[j][0]) > depth and (
-                    entries[j][0][depth] == key[depth]):
-                j += 1
-            cp = ord(key[depth])
-            options.append(seq(self.strings.encode_chars(((cp, cp),)),
-                               self._trie(entries[i:j], depth + 1)))
-            i = j
-        return alt(*options)
+        return seq(_QUOTE, prefix_tree(
+            [(key, seq(_QUOTE, tail)) for key, tail in entries],
+            lambda ch: self.strings.encode_chars(((ord(ch), ord(ch)),)),
+        ))
 
     def separated(self, item: Expr) -> Expr:
         """One or more ``item`` joined by commas."""

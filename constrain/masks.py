@@ -191,17 +191,16 @@ class TokenMasks:
             return
         self._ensure_loop_capacity(int(states.max()) + 1)
         unknown = states[~self._loop_known[states]]
-        for s in np.unique(unknown).tolist():
+        for s in set(unknown.tolist()):
             self._compute_loop_info(s)
         # Loop checks may have built new states; the kernel indexes these arrays by state.
         self._ensure_loop_capacity(self.automaton.num_states)
 
     def _compute_loop_info(self, state: int) -> None:
         automaton = self.automaton
-        row = automaton.row(state)
-        loops = np.flatnonzero(row[:128] == state)
-        if len(loops):
-            ascii_bits = sum(1 << int(b) for b in loops)
+        loops = automaton.row(state)[:128] == state
+        if loops.any():
+            ascii_bits = int.from_bytes(np.packbits(loops, bitorder="little").tobytes(), "little")
             utf8 = self._utf8_loops_back(state)
             budget = _UNBOUNDED
         else:

@@ -43,6 +43,7 @@ from constrain.grammar import (
     complement,
     intersect,
     literal,
+    prefix_tree,
     optional,
     plus,
     ref,
@@ -907,3 +908,19 @@ def test_random_ir_matches_oracle(expr: Expr, extra: list[bytes]) -> None:
         assert a.matches(s) == oracle_match(grammar, s), (s, expr)
     if a.start != DEAD:
         live_states_check(a, limit=150)
+
+
+@settings(max_examples=150, deadline=None)
+@given(st.lists(st.text(alphabet="abé\x00", max_size=6), min_size=1, max_size=12),
+       st.text(alphabet="abé\x00", max_size=7))
+def test_prefix_tree_is_exactly_the_set_of_keys(keys: list[str], probe: str) -> None:
+    distinct = sorted(set(keys))
+    tree = prefix_tree([(k.encode(), EMPTY) for k in distinct], lambda b: Bytes(((b, b),)))
+    automaton = Automaton(Grammar.single(tree))
+    for text in [*distinct, probe, *(k[:-1] for k in distinct), *(k + "a" for k in distinct)]:
+        assert automaton.matches(text.encode()) == (text in distinct), text
+
+
+def test_prefix_tree_rejects_duplicate_keys() -> None:
+    with pytest.raises(GrammarError, match="distinct"):
+        prefix_tree([(b"ab", EMPTY), (b"ab", EMPTY)], lambda b: Bytes(((b, b),)))

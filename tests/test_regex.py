@@ -500,6 +500,10 @@ def test_property_accepts_exactly_what_re_accepts(pattern: str) -> None:
         parse_regex(pattern)
         assert valid, pattern
     except RegexSyntaxError as e:
-        assert not valid and e.position == position, pattern
+        assert not valid, pattern
+        # Python's tokenizer reads one token ahead, so a dangling final backslash is
+        # reported before an error in the token just before it ("?\\"); we report that one.
+        dangling = pattern.endswith("\\") and position == len(pattern) - 1
+        assert e.position == position or dangling, pattern
     except UnsupportedRegexError:
         assert valid, pattern
