@@ -70,3 +70,75 @@ def _walk(
             stack_states[sp] = nxt
             sp += 1
     return n_pending
+
+
+@numba.njit(cache=True, nogil=True)
+def _loop_plan(
+    ascii_lo, ascii_hi, non_ascii, utf8_step,
+    byte, terminal, child_lo, child_hi, start, end, utf8_state,
+    suffix_lo, suffix_hi, suffix_non_ascii, subtree_valid, num_roots,
+    string_token, dup_ptr, dup_token, words, exits,
+):  # pragma: no cover - compiled
+    """For a state that loops on itself over a character class (ASCII bytes in
+    ``ascii_lo``/``ascii_hi``, and every multi-byte character when ``non_ascii``): set in
+    ``words`` the tokens made only of such characters (allowed from any such state, cut
+    multi-byte characters included), and write to ``exits`` the trie nodes where a token
+    leaves the loop. Walking only the exits from the state gives the rest of its mask.
+
+    An exit is the first node whose byte is outside the class; when that byte breaks a
+    multi-byte character, the exit is the node where that character began, so the walk
+    resumes from a character boundary (where the state is the looping one). Returns the
+    number of exits.
+    """
+    n_exits = 0
+    size = len(byte)
+    stack_nodes = np.empty(size + num_roots, dtype=np.int64)
+    stack_lead = np.empty(size + num_roots, dtype=np.int64)
+    sp = 0
+    for root in range(num_roots):
+        stack_nodes[sp] = root
+        stack_lead[sp] = -1
+        sp += 1
+    last_exit = -1
+    while sp > 0:
+        sp -= 1
+        node = stack_nodes[sp]
+        lead = stack_lead[sp]  # the node where the current multi-byte character began
+        b = byte[node]
+        if lead >= 0:
+            decoder = utf8_state[node]
+            leaves = decoder == 8
+        elif b < 128:
+            bits = ascii_lo if b < 64 else ascii_hi
+            leaves = (bits >> np.uint64(b & 63)) & np.uint64(1) == 0
+            decoder = 0
+        else:
+            decoder = utf8_step[0, b]
+            leaves = not non_ascii or decoder == 8
+        if leaves:
+            exit_node = node if lead < 0 else lead
+            if exit_node != last_exit:  # siblings breaking one character share the exit
+                exits[n_exits] = exit_node
+                n_exits += 1
+                last_exit = exit_node
+            continue
+        if decoder == 0:
+            lead = -1
+            if (
+                (suffix_lo[node] & ~ascii_lo) == 0
+                and (suffix_hi[node] & ~ascii_hi) == 0
+                and (not suffix_non_ascii[node] or (non_ascii and subtree_valid[node]))
+            ):
+                for s in range(start[node], end[node]):
+                    _allow(s, string_token, dup_ptr, dup_token, words)
+                continue
+        elif lead < 0:
+            lead = node
+        t = terminal[node]
+        if t >= 0:
+            _allow(t, string_token, dup_ptr, dup_token, words)
+        for child in range(child_lo[node], child_hi[node]):
+            stack_nodes[sp] = child
+            stack_lead[sp] = lead
+            sp += 1
+    return n_exits

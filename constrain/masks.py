@@ -92,7 +92,7 @@ class TokenMasks:
 
     def _walk_compiled(self, state: int, packed: np.ndarray) -> None:
         automaton, walk, words = self.automaton, self._walk, packed.view(np.uint32)
-        self._ensure_loop_capacity(automaton.num_states)
+        self._ensure_loop_info(np.array([state]))  # the walk skips the state's own loop
         nodes, states = walk.start(automaton.table, self._loop_arrays(), state, words)
         while len(nodes):
             self._prepare_pending(nodes, states)
@@ -229,7 +229,7 @@ class TokenMasks:
 
 
 _LOW64 = (1 << 64) - 1
-_UNBOUNDED = 1 << 30
+_UNBOUNDED = walk_kernel.UNBOUNDED
 
 
 def _set_bits(packed: np.ndarray, ids: np.ndarray) -> None:

@@ -21,6 +21,8 @@ from typing import Any
 
 import numpy as np
 
+from .utf8 import UTF8_STEP
+
 __all__ = ["available", "TrieWalk"]
 
 # numba is optional (without it the numpy walk is used) and slow to import, so it is only
@@ -33,6 +35,8 @@ _kernel: Any = None  # the numba function, once imported
 
 # Subtrees with at most this many strings are walked rather than summarized.
 SMALL_SUBTREE = 32
+# The loop budget of a state that loops on itself (no character limit).
+UNBOUNDED = 1 << 30
 
 
 def available() -> bool:
@@ -48,6 +52,7 @@ class TrieWalk:
 
     def __init__(self, flat: Any) -> None:
         self.flat = flat
+        self._loop_plans: dict[tuple[int, int, bool], tuple[np.ndarray, np.ndarray]] = {}
         self._nodes = (
             flat.byte, flat.terminal, flat.child_lo, flat.child_hi, flat.start, flat.end,
             flat.utf8_state, flat.suffix_lo, flat.suffix_hi, flat.suffix_non_ascii,
@@ -70,13 +75,60 @@ class TrieWalk:
               words: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
         """Walk every token from ``state``, setting allowed tokens' bits in the uint32 mask
         ``words``; returns the ``(nodes, states)`` still pending (views, valid until the
-        next call on this thread)."""
-        return self._run(rows, loops, state, 0, words, 0)
+        next call on this thread).
+
+        When ``state`` loops on itself over a character class (``loops`` says so, and must
+        be known for ``state``), the tokens made only of those characters come from a mask
+        cached per class and the walk only visits the rest.
+        """
+        skip = False
+        if loops[4][state]:
+            lo, hi, utf8 = int(loops[0][state]), int(loops[1][state]), bool(loops[2][state])
+            bits = lo | hi << 64
+            # Only a true self-loop, not a counted run of the class (whose tokens would
+            # be limited by the count and lead to other states).
+            skip = bits != 0 and int(rows[state, (bits & -bits).bit_length() - 1]) == state
+        if not skip:
+            return self._run(rows, loops, state, 0, words, 0)
+        allowed, exits = self.loop_plan(lo, hi, utf8, len(words))
+        words |= allowed
+        stack_nodes, stack_states = self._buffers()[:2]
+        n = len(exits)
+        stack_nodes[:n] = exits
+        stack_states[:n] = state
+        return self._run(rows, loops, -1, n, words, 0)
 
     def resume(self, rows: np.ndarray, loops: tuple[np.ndarray, ...], count: int,
                words: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
         """Continue from the ``count`` pairs the previous call returned as pending."""
         return self._run(rows, loops, -1, count, words, 1)
+
+    def loop_plan(self, ascii_lo: int, ascii_hi: int, non_ascii: bool,
+                  words: int) -> tuple[np.ndarray, np.ndarray]:
+        """For states looping on a character class (ASCII bytes in bits 0-63 and 64-127 of
+        ``ascii_lo``/``ascii_hi``; every multi-byte character too when ``non_ascii``): the
+        uint32 mask of tokens made only of such characters, and the trie nodes where a
+        token leaves the loop. Both depend on the class alone, so they are computed once
+        per vocabulary and class (a JSON string's content is one class in every schema)."""
+        key = (ascii_lo, ascii_hi, non_ascii)
+        found = self._loop_plans.get(key)
+        if found is None or len(found[0]) != words:
+            from ._walk_numba import _loop_plan
+
+            flat = self.flat
+            allowed = np.zeros(words, dtype=np.uint32)
+            exits = np.empty(flat.num_nodes, dtype=np.int64)
+            n = _loop_plan(
+                np.uint64(ascii_lo), np.uint64(ascii_hi), non_ascii, UTF8_STEP,
+                flat.byte, flat.terminal, flat.child_lo, flat.child_hi, flat.start, flat.end,
+                flat.utf8_state, flat.suffix_lo, flat.suffix_hi, flat.suffix_non_ascii,
+                flat.subtree_valid, flat.num_roots, *self._strings, allowed, exits,
+            )
+            exits = exits[:n].copy()
+            allowed.flags.writeable = False
+            exits.flags.writeable = False
+            found = self._loop_plans[key] = (allowed, exits)
+        return found
 
     def _run(self, rows: np.ndarray, loops: tuple[np.ndarray, ...], state: int, count: int,
              words: np.ndarray, flip: int) -> tuple[np.ndarray, np.ndarray]:
@@ -93,5 +145,5 @@ class TrieWalk:
             )
         stack_nodes, stack_states, pending_nodes, pending_states = buffers
         n = kernel(rows, *loops, *self._nodes, stack_nodes, stack_states, count, state,
-                  self._num_roots, *self._strings, words, pending_nodes, pending_states)
+                   self._num_roots, *self._strings, words, pending_nodes, pending_states)
         return pending_nodes[:n], pending_states[:n]

@@ -17,7 +17,7 @@ from byte_vocab_layout import BYTE_VOCAB_EOS
 
 from constrain import walk_kernel
 from constrain.automaton import Automaton
-from constrain.grammar import Grammar, alt, literal, optional, ref, seq, star
+from constrain.grammar import Bytes, Grammar, alt, literal, optional, ref, seq, star
 from constrain.masks import TokenMasks, mask_words
 from constrain.regex import parse_regex
 from constrain.vocab import Vocabulary
@@ -63,7 +63,12 @@ ARRAY = Grammar(
     },
     start="value",
 )
-GRAMMARS = {"dyck": DYCK, "nested-arrays": ARRAY}
+# Loops over raw bytes: tokens that are not valid UTF-8 stay allowed, so the walk must
+# follow them out of a loop whose cached part only holds valid UTF-8.
+RAW_BYTES_STAR = Grammar.single(seq(star(Bytes(((0x00, 0xFF),))), literal("!")))
+ASCII_OR_LEAD_BYTE = Grammar.single(star(alt(Bytes(((0x20, 0x7E),)), Bytes(((0xC3, 0xC3),)))))
+GRAMMARS = {"dyck": DYCK, "nested-arrays": ARRAY, "raw-bytes-star": RAW_BYTES_STAR,
+            "ascii-or-lead-byte": ASCII_OR_LEAD_BYTE}
 
 
 def automaton_for(spec: str | Grammar) -> Automaton:
@@ -269,7 +274,8 @@ def test_engines_agree_on_full_qwen_vocab(qwen_vocab: Vocabulary) -> None:
     """Both walks give the same masks on 151k tokens (cheap: no brute force)."""
     if not walk_kernel.available():
         pytest.skip("numba not installed")
-    for spec in (PATTERNS["json-string-escapes"], PATTERNS["dot-star"], PATTERNS["email"]):
+    for spec in (PATTERNS["json-string-escapes"], PATTERNS["json-string"], PATTERNS["dot-star"],
+                 PATTERNS["email"], PATTERNS["non-ascii-only"], RAW_BYTES_STAR):
         automaton = automaton_for(spec)
         a = TokenMasks(automaton, qwen_vocab, use_compiled=False)
         b = TokenMasks(automaton, qwen_vocab, use_compiled=True)
