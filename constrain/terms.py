@@ -53,6 +53,7 @@ class TermStore:
         # without being EMPTYSET, see is_live).
         self._boolean_flag: list[bool] = [False, False]
         self._ids: dict[tuple[object, ...], int] = {}
+        self._seqs: dict[tuple[int, int], int] = {}
         self._derivatives: dict[int, Derivative] = {}
         self._live: dict[int, bool] = {EMPTYSET: False, EPS: True}
         self._single_chars: dict[int, tuple[int, bool]] = {}
@@ -69,10 +70,13 @@ class TermStore:
         found = self._ids.get(key)
         if found is not None:
             return found
-        if kind in (_AND, _NOT):
+        flags = self._boolean_flag
+        if kind == _SEQ:
+            boolean = flags[args[0]] or flags[args[1]]  # type: ignore[index]
+        elif kind in (_AND, _NOT):
             boolean = True
-        elif kind in (_SEQ, _ALT):
-            boolean = any(self._boolean_flag[i] for i in args)  # type: ignore[index]
+        elif kind == _ALT:
+            boolean = any(flags[i] for i in args)  # type: ignore[index]
         elif kind == _REP:
             boolean = self._boolean_flag[args[0]]  # type: ignore[index]
         else:
@@ -110,10 +114,18 @@ class TermStore:
             return b
         if b == EPS:
             return a
+        # Derivatives rebuild the same concatenations over and over; re-nesting a long
+        # left operand is the costly part, so the result is remembered per pair.
+        found = self._seqs.get((a, b))
+        if found is not None:
+            return found
         if self._kind[a] == _SEQ:
             head, tail = self._args[a]
-            return self.seq(head, self.seq(tail, b))  # type: ignore[arg-type]
-        return self._make(_SEQ, (a, b), self._nullable[a] and self._nullable[b])
+            result = self.seq(head, self.seq(tail, b))  # type: ignore[arg-type]
+        else:
+            result = self._make(_SEQ, (a, b), self._nullable[a] and self._nullable[b])
+        self._seqs[(a, b)] = result
+        return result
 
     def seq_all(self, items: Iterable[int]) -> int:
         result = EPS
