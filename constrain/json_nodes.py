@@ -143,13 +143,13 @@ class Node:
     def child(self, value: Any, *path: str | int) -> Node:
         """The sub-schema ``value`` found at ``path`` below this node."""
         resolver, base = self.resolver, self.base
+        pointer = self.pointer + "".join("/" + escape_pointer(p) for p in path)
         if isinstance(value, dict):
             resource = self.dialect.specification.create_resource(value)
-            ident = resource.id()
+            ident = _resource_id(resource, value, pointer)
             if isinstance(ident, str):
                 resolver = resolver.in_subresource(resource)
                 base = urljoin(base, ident)
-        pointer = self.pointer + "".join("/" + escape_pointer(p) for p in path)
         return Node(value, resolver, base, pointer, self.dialect)
 
     def synthetic(self, value: Any, *path: str | int) -> Node:
@@ -164,14 +164,35 @@ class Node:
         except referencing.exceptions.Unresolvable as e:
             raise SchemaError(f"cannot resolve {keyword} {ref!r}", self.pointer + "/" + keyword,
                               keyword) from e
+        except (AttributeError, TypeError) as e:  # an "$id" on the way is not a string
+            raise SchemaError(f"cannot resolve {keyword} {ref!r}: a schema on its path has "
+                              f"an identifier that is not a string",
+                              self.pointer + "/" + keyword, keyword) from e
         target = resolved.contents
         resolver = resolved.resolver
+        pointer = ref if ref.startswith("#") else urljoin(self.base, ref)
         if isinstance(target, dict):
             resource = self.dialect.specification.create_resource(target)
-            if isinstance(resource.id(), str):
+            if isinstance(_resource_id(resource, target, pointer), str):
                 resolver = resolver.in_subresource(resource)
-        pointer = ref if ref.startswith("#") else urljoin(self.base, ref)
         return Node(target, resolver, _base_of(resolver), pointer, self.dialect)
 
 
 _MISSING = object()
+
+
+def _resource_id(resource: Any, schema: dict[str, Any], pointer: str) -> Any:
+    """``resource.id()``; a :class:`SchemaError` where the identifier keyword is not a string.
+
+    The metaschema check only reaches sub-schemas under keywords it knows; one reached by
+    ``$ref`` into an unknown keyword (``{"id": {"type": "integer"}}`` under a property
+    list misplaced as ``items``) may carry a non-string ``id``, on which ``referencing``
+    (and so ``jsonschema`` itself) fails with an ``AttributeError``.
+    """
+    try:
+        return resource.id()
+    except (AttributeError, TypeError) as e:
+        keyword = next((k for k in ("$id", "id") if k in schema and not isinstance(schema[k], str)),
+                       "$id")
+        raise SchemaError(f"invalid schema: {keyword} is not a string", f"{pointer}/{keyword}",
+                          keyword) from e

@@ -370,6 +370,13 @@ def test_refusals_name_keyword_and_pointer(schema: Any, keyword: str, pointer: s
                  id="negative-minLength"),
     pytest.param({"$schema": D4, "required": []}, "#/required", id="draft4-empty-required"),
     pytest.param({"pattern": "("}, "#/pattern", id="bad-regex"),
+    # Reached by $ref through a keyword the metaschema does not know, so never checked;
+    # referencing (and jsonschema) fail on the non-string id (MaskBench Github_medium/o28532).
+    pytest.param({"$schema": D4, "properties": {"a": {"$ref": "#/misc"}},
+                  "misc": {"type": "array", "items": {"id": {"type": "integer"}}}},
+                 "#/misc/items/id", id="non-string-id-below-ref"),
+    pytest.param({"$schema": D4, "properties": {"a": {"$ref": "#/misc"}},
+                  "misc": {"id": {"type": "integer"}}}, "#/misc/id", id="non-string-id-at-ref"),
 ])
 def test_invalid_schema(schema: Any, pointer: str) -> None:
     with pytest.raises(SchemaError) as info:
