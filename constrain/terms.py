@@ -247,6 +247,24 @@ class TermStore:
         if not self._boolean_flag[term]:
             self._live[term] = True
             return True
+        kind = self._kind[term]
+        if kind in (_SEQ, _ALT, _REP):
+            # Decided by the parts: the searches then run on the intersections and
+            # complements alone, which recur in many places (a key pattern inside every
+            # position of an object), and are remembered there, instead of on every new
+            # "intersection, then the rest of the document" term a derivative makes.
+            if kind == _SEQ:
+                result = all(self.is_live(i) for i in self._args[term])  # type: ignore[arg-type]
+            elif kind == _ALT:
+                result = any(self.is_live(i) for i in self._args[term])  # type: ignore[arg-type]
+            else:
+                item, lo, _ = self._args[term]
+                result = lo == 0 or self.is_live(item)  # type: ignore[arg-type]
+            self._live[term] = result
+            return result
+        return self._search_live(term)
+
+    def _search_live(self, term: int) -> bool:
         parent = {term: term}
         todo = [term]
         while todo:
