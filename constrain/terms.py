@@ -306,6 +306,21 @@ class TermStore:
             return None
         return ascii_bits, utf8, (1 << 30) if hi is None else hi  # type: ignore[return-value]
 
+    def byte_run(self, term: int) -> tuple[int, int, int, int | None, int] | None:
+        """If ``term`` is ``x{lo,hi}·tail`` (or ``x{lo,hi}``) for a class ``x`` of single
+        bytes: ``(byte set, x, lo, hi, tail)``, else ``None``. The automaton builds the rows
+        of such states (bounded whitespace, fixed-width digits) from a sibling's row."""
+        if self._kind[term] == _SEQ:
+            head, tail = self._args[term]
+        else:
+            head, tail = term, EPS
+        if self._kind[head] != _REP:  # type: ignore[index]
+            return None
+        item, lo, hi = self._args[head]  # type: ignore[index]
+        if self._kind[item] != _BYTES:  # type: ignore[index]
+            return None
+        return self._args[item][0], item, lo, hi, tail  # type: ignore[return-value]
+
     def single_characters(self, term: int) -> tuple[int, bool]:
         """ASCII bytes that are, alone, a match of ``term``; and whether every valid
         multi-byte UTF-8 character is a match too (memoized)."""
