@@ -71,9 +71,17 @@ class Dialect:
 
     def check_schema(self, schema: Any) -> None:
         """Raise :class:`SchemaError` (with the JSON pointer) if ``schema`` fails its
-        metaschema."""
+        metaschema.
+
+        With ``jsonschema-rs`` installed (the ``fast`` extra) a valid schema is confirmed in
+        microseconds instead of milliseconds (``jsonschema`` spends ~6 ms on the 2020-12
+        metaschema's dynamic references, most of a small schema's compile time); whatever it
+        does not confirm goes through ``jsonschema`` for the verdict and the error.
+        """
         import jsonschema.exceptions
 
+        if _fast_metaschema_valid(schema, self.validator_class):
+            return
         try:
             self.validator_class.check_schema(schema)
         except jsonschema.exceptions.SchemaError as e:
@@ -100,6 +108,64 @@ class Dialect:
                 self._stripped[key] = schema
         validator = self._validator.evolve(schema=schema, _resolver=node.resolver)
         return bool(validator.is_valid(instance))
+
+
+_rust_meta: Any = None  # jsonschema_rs.meta once imported; False when not installed
+_DATA_KEYWORDS = frozenset({"enum", "const", "default", "examples"})
+
+
+def _fast_metaschema_valid(schema: Any, validator_class: Any) -> bool:
+    """Whether ``jsonschema-rs`` confirms ``schema`` against the metaschema ``jsonschema``
+    would use; ``False`` means "not confirmed", never "invalid"."""
+    global _rust_meta
+    if _rust_meta is None:
+        try:
+            from jsonschema_rs import meta
+
+            _rust_meta = meta
+        except ImportError:
+            _rust_meta = False
+    if _rust_meta is False or not isinstance(schema, dict):
+        return False
+    # jsonschema-rs reads "$schema" like jsonschema; without one it assumes 2020-12.
+    if "$schema" not in schema and validator_class is not Draft202012Validator:
+        return False
+    try:
+        if not _rust_meta.is_valid(schema):
+            return False
+    except Exception:  # noqa: BLE001 - an unknown "$schema" and the like: let jsonschema judge
+        return False
+    # jsonschema also asserts the metaschema's "regex" format (a pattern Python cannot
+    # compile fails the schema); jsonschema-rs does not, so every pattern is compiled here.
+    # Walking blindly may meet data that looks like a pattern: then jsonschema decides.
+    return _patterns_compile(schema)
+
+
+def _patterns_compile(schema: Any) -> bool:
+    import re
+
+    stack = [schema]
+    while stack:
+        node = stack.pop()
+        if isinstance(node, dict):
+            for key, value in node.items():
+                if key in _DATA_KEYWORDS:
+                    continue
+                if key == "pattern" and isinstance(value, str):
+                    patterns = [value]
+                elif key == "patternProperties" and isinstance(value, dict):
+                    patterns = list(value)
+                else:
+                    patterns = []
+                for pattern in patterns:
+                    try:
+                        re.compile(pattern)
+                    except (re.error, OverflowError, RecursionError):
+                        return False
+                stack.append(value)
+        elif isinstance(node, list):
+            stack.extend(node)
+    return True
 
 
 def _base_of(resolver: Any) -> str:

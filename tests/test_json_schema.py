@@ -79,6 +79,10 @@ CASES: list[tuple[str, Any, list[Any]]] = [
     ("not-pattern-python-semantics", {"type": "string", "not": {"pattern": "^\\d+$"}},
      ["12", "\u0661\u0662", "12\n", "ab", ""]),
     ("not-format-email", {"type": "string", "not": {"format": "email"}}, ["a@b", "plain"]),
+    # "$" inside a repeat (MaskBench Github_hard/o60770 and four more)
+    ("pattern-end-anchor-in-repeat", {"pattern": r"^(\/?((\.{2})|([a-z0-9\-]*))($|\/))*$"},
+     ["a/b", "../x/", "/a/b/", "a//b", "", "A/b", "a/B", "a$", "..a", 3]),
+    ("pattern-end-anchor-in-plus", {"pattern": "(a$|b)+"}, ["a", "ba", "bb", "ab", "c", ""]),
     ("not-format-date", {"type": "string", "not": {"format": "date"}},
      ["2024-01-01", "2024-02-30", "x"]),
     ("string-escapes", {"enum": ["a\"b", "tab\there", "é/\\", "line\nbreak", "\u0000"]},
@@ -390,6 +394,18 @@ def test_unresolvable_ref_is_schema_error() -> None:
     assert info.value.keyword == "$ref"
 
 
+def test_end_anchor_in_repeat_is_refused_where_complemented() -> None:
+    # Complemented, Python's "$" before a final newline could be consumed by a later
+    # iteration, so the pattern is not used there: dropped (the language only shrinks).
+    schema = {"type": "string", "not": {"pattern": "^(a($|/))*$"}}
+    for text in ('"a/a"', '"b"', '"a/b"'):
+        assert not accepts(schema, text)
+    with pytest.raises(UnsupportedSchemaError) as info:
+        schema_to_grammar({"type": "string", "not": {"pattern": "^(a($|/))*$"}},
+                          JsonSchemaOptions(lenient=False, intersection_depth=0))
+    assert info.value.keyword == "pattern"
+
+
 def test_lenient_warns_and_over_approximates() -> None:
     schema = {"type": "array", "items": {"type": "string"}, "uniqueItems": True}
     with pytest.warns(ApproximationWarning, match="uniqueItems at #/uniqueItems"):
@@ -512,3 +528,32 @@ def test_json_text_and_pydantic_inputs() -> None:
     assert Automaton(schema_to_grammar('{"type": "boolean"}')).matches(b"true")
     with pytest.raises(SchemaError):
         schema_to_grammar("{not json")
+
+
+@pytest.mark.parametrize("schema, pointer", [
+    pytest.param({"properties": {"a": {"type": "string", "pattern": "("}}},
+                 "#/properties/a/pattern", id="pattern-python-cannot-compile"),
+    pytest.param({"patternProperties": {"[": {}}}, "#/patternProperties", id="bad-pattern-key"),
+    pytest.param({"$schema": "http://json-schema.org/draft-07/schema#", "exclusiveMinimum": True},
+                 "#/exclusiveMinimum", id="draft7-boolean-exclusive"),
+])
+def test_metaschema_errors_survive_the_fast_check(schema: Any, pointer: str) -> None:
+    # jsonschema-rs (when installed) confirms valid schemas quickly; it does not check the
+    # "regex" format, so these must still reach jsonschema and fail with their pointer.
+    with pytest.raises(SchemaError) as info:
+        schema_to_grammar(schema)
+    assert info.value.pointer == pointer
+
+
+def test_valid_schema_is_confirmed_without_jsonschema(monkeypatch: pytest.MonkeyPatch) -> None:
+    pytest.importorskip("jsonschema_rs", reason="the fast metaschema check needs jsonschema-rs")
+    import jsonschema
+
+    def fail(*args: Any, **kwargs: Any) -> None:
+        raise AssertionError("jsonschema's metaschema check ran for a valid schema")
+
+    monkeypatch.setattr(jsonschema.Draft202012Validator, "check_schema", fail)
+    monkeypatch.setattr(jsonschema.Draft7Validator, "check_schema", fail)
+    schema_to_grammar({"type": "object", "properties": {"a": {"type": "string", "pattern": "^x+$"}},
+                       "enum": [{"pattern": "("}]})
+    schema_to_grammar({"$schema": "http://json-schema.org/draft-07/schema#", "type": "integer"})
