@@ -130,7 +130,10 @@ class Scalars:
         if key in self._patterns:
             return self._patterns[key]
         try:
-            expr = parse_regex(pattern, search=True, unicode=negative)
+            # "$" inside a repeat only where the language is kept: complemented, the
+            # final-newline widening below would no longer contain Python's language.
+            expr = parse_regex(pattern, search=True, unicode=negative,
+                               end_in_repeats=not negative)
         except (UnsupportedRegexError, RegexSyntaxError, ResourceLimitError) as e:
             self.c.refuse("pattern", pointer, str(e), negative)
             self._patterns[key] = None

@@ -8,7 +8,11 @@ what users write) and returns an :data:`~constrain.grammar.Expr` for the strings
   pattern, of a top-level alternative or of a leading group: ``^a$|^b$``, ``(^a|b)c``), and
   ``$``/``\\Z`` only where nothing can follow them; there they are removed. ``$`` is the end
   of the string (ECMA), never "before a final newline" as in ``re``. Anchors elsewhere, in a
-  repeat other than ``?``, or under ``(?m)`` in search mode raise UnsupportedRegexError.
+  repeat other than ``?``, or under ``(?m)`` in search mode raise UnsupportedRegexError;
+  with ``end_in_repeats=True`` an end anchor may also sit in a ``*``/``+`` repeat
+  (``^(\\w+($|/))*$``). With ``$`` inside a repeat, ``re``'s language is no longer
+  ours plus a final newline (a later iteration may consume that newline), so callers that
+  need a superset of ``re``'s language (a complemented pattern) leave it off.
 - **Search mode** (``search=True``, JSON Schema ``pattern``): strings *containing* a match.
   Each unanchored side gets ``ANY_CHAR*``, which includes newline (``.`` in the pattern
   still excludes it unless ``(?s)``): ``^a|b`` gives ``a.*|.*b.*``.
@@ -90,12 +94,14 @@ class _Part:
 _Item = tuple[str, list[_Part]]  # (kind: "atom" "anchor" "repeat" "group" "look", parts)
 
 
-def parse_regex(pattern: str, *, search: bool = False, unicode: bool = False) -> Expr:
+def parse_regex(pattern: str, *, search: bool = False, unicode: bool = False,
+                end_in_repeats: bool = False) -> Expr:
     """Parse ``pattern`` (Python ``re`` syntax) into a grammar-IR expression.
 
     The language is the strings ``pattern`` fully matches, or with ``search=True`` the
     strings containing a match. ``unicode`` gives ``\\d \\w \\s`` Python's Unicode meaning
-    instead of ASCII. See the module docstring for anchors, flags and errors.
+    instead of ASCII. ``end_in_repeats`` also takes ``$``/``\\Z`` inside a ``*``/``+``
+    repeat (``^(a($|/))*$``); see the module docstring for anchors, flags and errors.
 
     >>> e = parse_regex(r"[0-9]{1,1000}")
     >>> type(e).__name__, e.min, e.max
@@ -105,7 +111,7 @@ def parse_regex(pattern: str, *, search: bool = False, unicode: bool = False) ->
     ...
     constrain.errors.RegexSyntaxError: invalid group reference 1 at position 2 in regex 'a\\\\1'
     """
-    return _Parser(pattern, search, unicode).run()
+    return _Parser(pattern, search, unicode, end_in_repeats).run()
 
 
 @dataclass
@@ -136,10 +142,12 @@ def _merge(parts: Iterable[_Part]) -> list[_Part]:
 
 
 class _Parser:
-    def __init__(self, pattern: str, search: bool, unicode: bool) -> None:
+    def __init__(self, pattern: str, search: bool, unicode: bool,
+                 end_in_repeats: bool = False) -> None:
         self.p = pattern
         self.n = len(pattern)
         self.search = search
+        self.end_in_repeats = end_in_repeats
         self.default_unicode = unicode
         self.flags = 0
         self.groups = 0
@@ -292,9 +300,35 @@ class _Parser:
             return _plain(repeat(alt(*(v.expr() for v in parts)), lo, hi))
         if hi == 1:
             return _merge([*parts, *(_plain(EMPTY) if lo == 0 else [])])
+        if hi == 0:
+            return _plain(EMPTY)
+        if self.end_in_repeats and lo <= 1 and not any(v.start for v in parts):
+            return self.repeat_to_end(parts, lo, hi)
         pos = min(x for v in parts for x in (v.spos, v.epos) if x >= 0)  # some anchor's
         self.unsupported_at("anchor inside a repeat", pos)
         return _plain(EMPTY)
+
+    def repeat_to_end(self, parts: list[_Part], lo: int, hi: int | None) -> list[_Part]:
+        """``(N|E){lo,hi}`` with ``lo <= 1``, where the ``E`` parts end in ``$`` (ECMA: the
+        end of the string) and the ``N`` parts hold no anchor: either iterations of ``N``
+        only, or up to ``hi - 1`` of them and then one ``E``, after which nothing may be
+        consumed; the remaining iterations are left out (``lo <= 1`` needs none)."""
+        plain = [v for v in parts if not v.end]
+        ends = [v for v in parts if v.end]
+        out: list[_Part] = []
+        before: list[Expr] = []
+        if plain:
+            item = alt(*(v.expr() for v in plain))
+            empty = all(v.empty for v in plain)
+            out.append(_Part(False, False, empty, [] if empty else [repeat(item, lo, hi)]))
+            if not empty:
+                before = [repeat(item, 0, None if hi is None else hi - 1)]
+        elif lo == 0:
+            out.append(_Part(False, False, True, []))
+        for e in ends:
+            out.append(_Part(False, True, e.empty and not before, [*before, *e.body],
+                             -1, e.epos))
+        return _merge(out)
 
     # -- atoms -----------------------------------------------------------------------
     def quantifier(self, i: int, items: list[_Item]) -> int:
