@@ -307,13 +307,15 @@ class TermStore:
         return ascii_bits, utf8, (1 << 30) if hi is None else hi  # type: ignore[return-value]
 
     def byte_run(self, term: int) -> tuple[int, int, int, int | None, int] | None:
-        """If ``term`` is ``x{lo,hi}·tail`` (or ``x{lo,hi}``) for a class ``x`` of single
-        bytes: ``(byte set, x, lo, hi, tail)``, else ``None``. The automaton builds the rows
+        """If ``term`` is ``x{lo,hi}·tail`` (or ``x{lo,hi}``, or ``x·tail`` as ``x{1,1}``) for
+        a class ``x`` of single bytes: ``(byte set, x, lo, hi, tail)``, else ``None``. The automaton builds the rows
         of such states (bounded whitespace, fixed-width digits) from a sibling's row."""
         if self._kind[term] == _SEQ:
             head, tail = self._args[term]
         else:
             head, tail = term, EPS
+        if self._kind[head] == _BYTES:  # type: ignore[index]
+            return self._args[head][0], head, 1, 1, tail  # type: ignore[return-value]
         if self._kind[head] != _REP:  # type: ignore[index]
             return None
         item, lo, hi = self._args[head]  # type: ignore[index]
