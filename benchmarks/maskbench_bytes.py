@@ -44,17 +44,40 @@ def _alarm(signum: int, frame: Any) -> None:
     raise _Timeout()
 
 
+def _stop_timer() -> None:
+    """Cancel the CPU-time alarm, even if it fires while being cancelled."""
+    while True:
+        try:
+            signal.setitimer(signal.ITIMER_PROF, 0)
+            return
+        except _Timeout:
+            continue
+
+
 def check_schema_file(path: str, budget: float, options: dict[str, Any] | None = None) -> dict:
     """Compile one MaskBench file and judge its tests; returns a JSON-able record."""
-    from constrain.automaton import Automaton
-    from constrain.errors import SchemaError, UnsupportedSchemaError
-    from constrain.json_schema import JsonSchemaOptions, schema_to_grammar
-
     data = json.loads(Path(path).read_text())
     record: dict[str, Any] = {"file": path, "subset": Path(path).parent.name,
                               "tests": len(data["tests"]), "compiled": False,
                               "valid_rejected": 0, "invalid_accepted": 0, "error": None,
                               "keyword": None, "detail": None, "failures": []}
+    try:
+        _check(data, budget, options, record)
+    except _Timeout:
+        # The re-armed alarm fired after the work's own handlers (while a result was being
+        # recorded, or in the ``finally`` that cancels it): never let it kill the pool.
+        _stop_timer()
+        if "seconds" not in record and record["error"] is None:
+            record["error"] = "timeout"
+    return record
+
+
+def _check(data: Any, budget: float, options: dict[str, Any] | None,
+           record: dict[str, Any]) -> None:
+    from constrain.automaton import Automaton
+    from constrain.errors import SchemaError, UnsupportedSchemaError
+    from constrain.json_schema import JsonSchemaOptions, schema_to_grammar
+
     # CPU time, not wall time: the budget means the same on a busy machine.
     try:
         record["keywords"] = sorted(keywords_used(data["schema"]))
@@ -101,9 +124,8 @@ def check_schema_file(path: str, budget: float, options: dict[str, Any] | None =
         record["detail"] = "".join(traceback.format_exception_only(type(e), e))[:300]
     finally:
         signal.setitimer(signal.ITIMER_PROF, 0)
-    record["seconds"] = round(time.perf_counter() - start, 3)
     record["cpu_s"] = round(time.process_time() - cpu_start, 3)
-    return record
+    record["seconds"] = round(time.perf_counter() - start, 3)
 
 
 _SCHEMA_MAPS = ("properties", "patternProperties", "$defs", "definitions", "dependentSchemas",
