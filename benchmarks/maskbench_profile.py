@@ -1,0 +1,98 @@
+"""Where constrain's MaskBench time goes: the token-level method in one process, profiled.
+
+Runs :func:`benchmarks.maskbench.check_schema` (the same method as the side-by-side run)
+for constrain alone, in this process with a CPU-time budget per schema, over a stratified sample, and
+prints time to first mask and time between masks (avg, p50, p99), the schemas that cost
+the most, and optionally a ``cProfile`` table of the whole run. A steadier way than the
+side-by-side run to see whether an engine change helped: no anchor shares the machine.
+
+    python -m benchmarks.maskbench_profile --sample 4             # 84 schemas
+    python -m benchmarks.maskbench_profile --sample 4 --profile tottime
+"""
+
+from __future__ import annotations
+
+import argparse
+import cProfile
+import pstats
+import signal
+import warnings
+from typing import Any
+
+import numpy as np
+
+from .anchors import ConstrainEngine
+from .maskbench import DATA, check_schema, schema_paths
+from .vocabs import load_vocab
+
+
+class _OverBudget(BaseException):
+    """Raised by the CPU-time alarm; a BaseException so no engine code catches it."""
+
+
+def _alarm(signum: int, frame: Any) -> None:
+    raise _OverBudget()
+
+
+def _check_within(engine: Any, path: Any, budget: float) -> dict[str, Any]:
+    signal.signal(signal.SIGPROF, _alarm)
+    signal.setitimer(signal.ITIMER_PROF, budget, 1.0)  # re-armed: see maskbench_bytes
+    try:
+        return check_schema(engine, path)
+    except _OverBudget:
+        return {"id": f"{path.parent.name}/{path.stem}", "status": "timeout"}
+    except Exception as e:  # noqa: BLE001 - a budget error while matching, say
+        return {"id": f"{path.parent.name}/{path.stem}", "status": "error",
+                "detail": f"{type(e).__name__}: {e}"[:300]}
+    finally:
+        signal.setitimer(signal.ITIMER_PROF, 0)
+
+
+def _stats(values: list[float]) -> str:
+    if not values:
+        return "none"
+    a = np.asarray(values)
+    return (f"avg {a.mean():.1f} µs, p50 {np.percentile(a, 50):.1f} µs, "
+            f"p99 {np.percentile(a, 99):.1f} µs over {len(a)}")
+
+
+def main(argv: list[str] | None = None) -> int:
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("--sample", type=int, default=4, help="schemas per subset")
+    parser.add_argument("--seed", type=int, default=0)
+    parser.add_argument("--vocab", default="qwen")
+    parser.add_argument("--profile", metavar="SORT", help="cProfile sort key (tottime, cumtime)")
+    parser.add_argument("--top", type=int, default=8, help="costliest schemas to list")
+    parser.add_argument("--budget", type=float, default=20.0, help="CPU seconds per schema")
+    args = parser.parse_args(argv)
+    if not DATA.is_dir():
+        parser.error(f"MaskBench data not found at {DATA}")
+    engine = ConstrainEngine(load_vocab(args.vocab))
+    profiler = cProfile.Profile() if args.profile else None
+    results: list[dict[str, Any]] = []
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore")
+        if profiler:
+            profiler.enable()
+        for path in schema_paths(sample=args.sample, seed=args.seed):
+            results.append(_check_within(engine, path, args.budget))
+        if profiler:
+            profiler.disable()
+    ok = [r for r in results if r["status"] == "ok"]
+    print(f"{len(results)} schemas, {len(ok)} passing, "
+          f"{sum(r['status'] == 'wrong' for r in results)} wrong, "
+          f"{sum(r['status'] == 'refused' for r in results)} refused, "
+          f"{sum(r['status'] == 'timeout' for r in results)} over the budget, "
+          f"{sum(r['status'] == 'error' for r in results)} errors while matching")
+    print("ttfm:", _stats([t for r in ok for t in r["ttfm_us"]]))
+    print("tbm: ", _stats([t for r in ok for t in r["tbm_us"]]))
+    costliest = sorted(ok, key=lambda r: -sum(r["tbm_us"]))[: args.top]
+    for r in costliest:
+        print(f"  {r['id']}: {sum(r['tbm_us']) / 1000:.0f} ms over {len(r['tbm_us'])} steps")
+    if profiler:
+        pstats.Stats(profiler).sort_stats(args.profile).print_stats(30)
+    return 0
+
+
+if __name__ == "__main__":
+    raise SystemExit(main())
