@@ -55,7 +55,12 @@ from .grammar import (
 from .json_syntax import ARRAY_RULE, OBJECT_RULE, VALUE_RULE, WS_CHAR, JsonSyntax
 from .json_typed import NeedsRegular, RefTracker
 
-__all__ = ["Regularizer"]
+__all__ = ["MAX_UNFOLDED", "Regularizer"]
+
+MAX_UNFOLDED = 100_000
+"""Expressions one schema's unfoldings may build. A document whose recursion reaches dozens
+of object types, unfolded ``intersection_depth`` levels for an overlapping ``oneOf``, would
+otherwise take minutes and gigabytes; past this the keyword is refused, naming it."""
 
 
 class Regularizer:
@@ -68,6 +73,9 @@ class Regularizer:
         self.depth = depth
         self.refs = refs or RefTracker()
         self._memo: dict[tuple[int, bool, int], tuple[Expr, Expr]] = {}
+        self.built = 0
+        """Expressions rebuilt so far, over every unfolding of this compile."""
+        self.max_built = MAX_UNFOLDED
         self.pending = False
         """Whether a marker was left for a recursion still being compiled (see
         :meth:`finish`)."""
@@ -87,6 +95,11 @@ class Regularizer:
     def over(self, expr: Expr) -> Expr:
         """A regular superset of ``expr`` (references unfolded ``depth`` times, then soup)."""
         return self._walk(expr, True, self.depth)
+
+    @staticmethod
+    def _kind_of(expr: Expr) -> str:
+        name = expr.name if isinstance(expr, Ref) else ""
+        return name.rsplit(".", 1)[-1] if name.endswith((".array", ".object")) else "value"
 
     def _soup_for(self, rule: str) -> Expr:
         if rule in self._soup:
@@ -108,6 +121,10 @@ class Regularizer:
         if found is not None:
             return found[1]
         result: Expr
+        self.built += 1
+        if self.built > self.max_built:
+            raise NeedsRegular(f"{self._kind_of(expr)} (unfolding it {self.depth} levels deep "
+                               f"takes more than {self.max_built:,} expressions)")
         if isinstance(expr, Ref):
             result = self._unfold(expr.name, over, depth)
         else:

@@ -553,3 +553,16 @@ def test_valid_schema_is_confirmed_without_jsonschema(monkeypatch: pytest.Monkey
     schema_to_grammar({"type": "object", "properties": {"a": {"type": "string", "pattern": "^x+$"}},
                        "enum": [{"pattern": "("}]})
     schema_to_grammar({"$schema": "http://json-schema.org/draft-07/schema#", "type": "integer"})
+
+
+def test_unfolding_budget_refuses_instead_of_running_away(monkeypatch: pytest.MonkeyPatch) -> None:
+    from constrain import json_regular
+
+    schema = {"$defs": {"o": {"oneOf": [{"patternProperties": {"^a": {"type": "string"}}},
+                                        {"required": ["ab"]}]}},
+              "$ref": "#/$defs/o"}
+    schema_to_grammar(schema)  # unfolded within the default budget
+    monkeypatch.setattr(json_regular, "MAX_UNFOLDED", 50)
+    with pytest.raises(UnsupportedSchemaError) as info:
+        schema_to_grammar(schema)
+    assert info.value.keyword == "oneOf" and info.value.pointer == "#/$defs/o/oneOf"
