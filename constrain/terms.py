@@ -254,8 +254,8 @@ class TermStore:
             # position of an object), and are remembered there, instead of on every new
             # "intersection, then the rest of the document" term a derivative makes.
             if kind == _SEQ:
-                result = all(self.is_live(i) for i in self._args[term])  # type: ignore[arg-type]
-            elif kind == _ALT:
+                return self._sequence_is_live(term)
+            if kind == _ALT:
                 result = any(self.is_live(i) for i in self._args[term])  # type: ignore[arg-type]
             else:
                 item, lo, _ = self._args[term]
@@ -263,6 +263,24 @@ class TermStore:
             self._live[term] = result
             return result
         return self._search_live(term)
+
+    def _sequence_is_live(self, term: int) -> bool:
+        # Along the right spine in a loop, not by recursion: a long literal next to an
+        # intersection would otherwise nest one call per element.
+        spine = []
+        t = term
+        result = True
+        while self._kind[t] == _SEQ and self._boolean_flag[t] and t not in self._live:
+            spine.append(t)
+            head, t = self._args[t]  # type: ignore[assignment]
+            if not self.is_live(head):  # type: ignore[arg-type]
+                result = False
+                break
+        else:
+            result = self.is_live(t)
+        for s in spine:  # each holds the dead part, or all of them are live
+            self._live[s] = result
+        return result
 
     def _search_live(self, term: int) -> bool:
         parent = {term: term}

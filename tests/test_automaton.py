@@ -924,3 +924,16 @@ def test_prefix_tree_is_exactly_the_set_of_keys(keys: list[str], probe: str) -> 
 def test_prefix_tree_rejects_duplicate_keys() -> None:
     with pytest.raises(GrammarError, match="distinct"):
         prefix_tree([(b"ab", EMPTY), (b"ab", EMPTY)], lambda b: Bytes(((b, b),)))
+
+
+def test_liveness_of_a_long_sequence_before_an_intersection() -> None:
+    # Liveness walks the sequence's spine in a loop: 25,000 elements would overflow a
+    # recursion per element.
+    tail = intersect(star(char_range("a", "z")), literal("ab"))
+    automaton = Automaton(Grammar.single(seq(literal("x" * 25_000), tail)))
+    assert automaton.matches(b"x" * 25_000 + b"ab")
+    assert not automaton.matches(b"x" * 25_000 + b"ac")
+    dead = Automaton(Grammar.single(alt(seq(literal("x" * 25_000), intersect(literal("a"),
+                                                                              literal("b"))),
+                                        literal("y"))))
+    assert dead.row(dead.start)[ord("x")] == Automaton.DEAD  # no step into the empty branch
