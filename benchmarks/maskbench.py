@@ -236,6 +236,21 @@ def summarize_results(results: list[dict[str, Any]]) -> str:
     return "\n".join(lines) + "\n"
 
 
+def _load_jsonl(path: Path, engines: list[str]) -> list[dict[str, Any]]:
+    """Results of an earlier (maybe interrupted) run; a torn last line is dropped."""
+    if not path.exists():
+        return []
+    results = []
+    for line in path.read_text(encoding="utf-8").splitlines():
+        try:
+            result = json.loads(line)
+        except json.JSONDecodeError:
+            continue
+        if result.get("engine") in engines:
+            results.append(result)
+    return results
+
+
 def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(description=__doc__.split("\n")[0])
     parser.add_argument("--engines", default="constrain,llguidance")
@@ -247,6 +262,11 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--timeout", type=float, default=60.0, help="seconds per schema")
     parser.add_argument("--json", type=Path, help="write per-schema results here")
     parser.add_argument("--report", type=Path, help="write the markdown report here")
+    parser.add_argument("--jsonl", type=Path,
+                        help="append each result here as it lands (timings included) and skip "
+                             "schemas already in it, so a long run survives being stopped")
+    parser.add_argument("--report-only", action="store_true",
+                        help="only summarize the results already in --jsonl")
     parser.add_argument("--worker", help=argparse.SUPPRESS)
     args = parser.parse_args(argv)
     if args.worker:
@@ -258,21 +278,34 @@ def main(argv: list[str] | None = None) -> int:
     paths = schema_paths(sample=None if args.all else args.sample, seed=args.seed,
                          subsets=[s for s in args.subsets.split(",") if s] or None)
     engines = [e for e in args.engines.split(",") if e]
+    results = _load_jsonl(args.jsonl, engines) if args.jsonl else []
+    done = {(r["id"], r["engine"]) for r in results}
+    if args.report_only:
+        paths = []
     workers = {e: _Worker(e, args.vocab) for e in engines}
-    results: list[dict[str, Any]] = []
     started = time.time()
+    log = args.jsonl.open("a", encoding="utf-8") if args.jsonl else None
     try:
         for i, path in enumerate(paths):
             for engine in engines:  # interleaved, so machine noise hits every engine alike
-                results.append(workers[engine].run(path, args.timeout))
+                if (f"{path.parent.name}/{path.stem}", engine) in done:
+                    continue
+                result = workers[engine].run(path, args.timeout)
+                results.append(result)
+                if log is not None:
+                    log.write(json.dumps(result) + "\n")
+                    log.flush()
             if (i + 1) % 50 == 0:
                 print(f"{i + 1}/{len(paths)} schemas, {time.time() - started:.0f}s",
                       file=sys.stderr, flush=True)
     finally:
+        if log is not None:
+            log.close()
         for w in workers.values():
             w.close()
     report = summarize_results(results)
-    header = (f"MaskBench token-level run: {len(paths)} schemas, vocabulary {args.vocab}, "
+    schemas = len({r["id"] for r in results})
+    header = (f"MaskBench token-level run: {schemas} schemas, vocabulary {args.vocab}, "
               f"engines {', '.join(engines)}, {time.time() - started:.0f}s, "
               f"{time.strftime('%Y-%m-%d')}\n\n")
     print(header + report)

@@ -140,6 +140,7 @@ class Compiler:
         self._memo: dict[Any, Typed] = {}
         self._active: dict[Any, _Active] = {}
         self._names: set[str] = set()
+        self._next_suffix: dict[str, int] = {}  # per base name, so naming stays linear
         self._universe: Typed | None = None
 
     def grammar(self) -> Grammar:
@@ -215,10 +216,13 @@ class Compiler:
         return node.synthetic(self._synthetic[full_key], *path)
 
     def _fresh(self, base: str) -> str:
-        name, i = base, 1
+        name, i = base, self._next_suffix.get(base, 1)
+        if i > 1:
+            name = f"{base}~{i}"
         while name in self._names:
             i += 1
             name = f"{base}~{i}"
+        self._next_suffix[base] = i + 1
         self._names.add(name)
         return name
 

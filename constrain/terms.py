@@ -52,6 +52,7 @@ class TermStore:
         # Whether an intersection or complement occurs inside (only those can be empty
         # without being EMPTYSET, see is_live).
         self._boolean_flag: list[bool] = [False, False]
+        self._ref_flag: list[bool] = [False, False]  # whether a rule reference occurs inside
         self._ids: dict[tuple[object, ...], int] = {}
         self._seqs: dict[tuple[int, int], int] = {}
         self._derivatives: dict[int, Derivative] = {}
@@ -70,17 +71,19 @@ class TermStore:
         found = self._ids.get(key)
         if found is not None:
             return found
-        flags = self._boolean_flag
+        flags, refs = self._boolean_flag, self._ref_flag
         if kind == _SEQ:
             boolean = flags[args[0]] or flags[args[1]]  # type: ignore[index]
-        elif kind in (_AND, _NOT):
-            boolean = True
-        elif kind == _ALT:
-            boolean = any(flags[i] for i in args)  # type: ignore[index]
+            has_ref = refs[args[0]] or refs[args[1]]  # type: ignore[index]
+        elif kind in (_AND, _NOT, _ALT):
+            boolean = kind != _ALT or any(flags[i] for i in args)  # type: ignore[index]
+            has_ref = any(refs[i] for i in args)  # type: ignore[index]
         elif kind == _REP:
-            boolean = self._boolean_flag[args[0]]  # type: ignore[index]
+            boolean = flags[args[0]]  # type: ignore[index]
+            has_ref = refs[args[0]]  # type: ignore[index]
         else:
             boolean = False
+            has_ref = kind == _REF
         ident = len(self._kind)
         if ident >= self.max_terms:
             raise ResourceLimitError(
@@ -90,6 +93,7 @@ class TermStore:
         self._args.append(args)
         self._nullable.append(nullable)
         self._boolean_flag.append(boolean)
+        self._ref_flag.append(has_ref)
         self._ids[key] = ident
         return ident
 
@@ -218,21 +222,7 @@ class TermStore:
 
     def has_ref(self, term: int) -> bool:
         """Whether a rule reference occurs anywhere inside ``term``."""
-        stack = [term]
-        seen = set()
-        while stack:
-            t = stack.pop()
-            if t in seen:
-                continue
-            seen.add(t)
-            kind = self._kind[t]
-            if kind == _REF:
-                return True
-            if kind in (_SEQ, _ALT, _AND):
-                stack.extend(self._args[t])  # type: ignore[arg-type]
-            elif kind in (_REP, _NOT):
-                stack.append(self._args[t][0])  # type: ignore[arg-type]
-        return False
+        return self._ref_flag[term]
 
     def is_live(self, term: int) -> bool:
         """Whether ``term``'s language is non-empty.
