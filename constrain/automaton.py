@@ -84,6 +84,9 @@ class Automaton:
             self.options.max_terms, [rule_nullable[n] for n in grammar.rules]
         )
         self._converted: dict[int, tuple[ir.Expr, int]] = {}
+        self._inside_memo: dict[int, tuple[ir.Expr, tuple[bool, bool]]] = {}
+        self._parts_memo: dict[int, tuple[tuple[ir.Expr, ...], bool]] = {}
+        self._productive_memo: dict[int, tuple[ir.Expr, bool]] = {}
         self._char_cache: dict[tuple[tuple[int, int], ...], int] = {}
         self._utf8_star: int | None = None
         self.rule_terms = [self._convert(expr, name) for name, expr in grammar.rules.items()]
@@ -105,8 +108,12 @@ class Automaton:
 
     # -- IR conversion -----------------------------------------------------------------
 
-    def _convert(self, expr: ir.Expr, rule: str) -> int:
-        key = id(expr)
+    def _convert(self, expr: ir.Expr, rule: str, eager: bool = False) -> int:
+        """The term of ``expr``. ``eager`` builds :class:`~constrain.grammar.Lazy` parts
+        at once: inside an intersection or complement, equal languages must be equal terms
+        (two lazy families of one object language would not be), or deciding emptiness
+        explores their whole product."""
+        key = id(expr) << 1 | eager
         found = self._converted.get(key)
         if found is not None:
             return found[1]
@@ -121,27 +128,77 @@ class Automaton:
                 bits |= ((1 << (hi - lo + 1)) - 1) << lo
             result = t.bytes_term(bits)
         elif isinstance(expr, ir.Seq):
-            result = t.seq_all(self._convert(i, rule) for i in expr.items)
+            result = t.seq_all(self._convert(i, rule, eager) for i in expr.items)
         elif isinstance(expr, ir.Alt):
-            result = t.alt(self._convert(i, rule) for i in expr.items)
+            result = t.alt(self._convert(i, rule, eager) for i in expr.items)
         elif isinstance(expr, ir.Repeat):
-            result = t.repeat(self._convert(expr.item, rule), expr.min, expr.max)
+            result = t.repeat(self._convert(expr.item, rule, eager), expr.min, expr.max)
         elif isinstance(expr, ir.And):
-            items = [self._convert(i, rule) for i in expr.items]
+            items = [self._convert(i, rule, True) for i in expr.items]
             self._forbid_refs(items, "intersection", rule)
             result = t.intersect(items)
         elif isinstance(expr, ir.Not):
-            inner = self._convert(expr.item, rule)
+            inner = self._convert(expr.item, rule, True)
             self._forbid_refs([inner], "complement", rule)
             result = t.intersect([t.complement(inner), self.utf8_star()])
         elif isinstance(expr, ir.Ref):
             productive = self._rule_productive[expr.name]
             result = t.ref(self._rule_index[expr.name]) if productive else EMPTYSET
+        elif isinstance(expr, ir.Lazy):
+            result = self._convert(expr.build(), rule, True) if eager else self._lazy(expr, rule)
         else:
             raise GrammarError(f"not a grammar expression: {expr!r}", rule)
         # Holding expr keeps its id from being reused by another node during conversion.
         self._converted[key] = (expr, result)
         return result
+
+    def _lazy(self, expr: ir.Lazy, rule: str) -> int:
+        needs = expr.needs
+        if not all(self._productive(n) for n in needs):
+            return EMPTYSET
+        # Nodes of one family share their parts: judged once.
+        found = self._parts_memo.get(id(expr.parts))
+        if found is None:
+            found = (expr.parts, any(self._inside(p)[1] for p in expr.parts))
+            self._parts_memo[id(expr.parts)] = found
+        # It matches something exactly when every one of its needs does: liveness looks
+        # there, instead of building this node and every node after it.
+        t = self.terms
+        boolean = any(self._inside(n)[0] for n in needs)
+        return t.lazy(expr.key, lambda: self._convert(expr.build(), rule), nullable=expr.nullable,
+                      boolean=boolean, has_ref=found[1],
+                      live=lambda: all(t.is_live(self._convert(n, rule)) for n in needs))
+
+    def _productive(self, expr: ir.Expr) -> bool:
+        found = self._productive_memo.get(id(expr))
+        if found is None:
+            found = (expr, _expr_productive(expr, self._rule_productive))
+            self._productive_memo[id(expr)] = found
+        return found[1]
+
+    def _inside(self, expr: ir.Expr) -> tuple[bool, bool]:
+        """Whether an intersection or complement, and whether a rule reference, occurs in
+        ``expr`` (memoized; walks the DAG once, without recursion)."""
+        known = self._inside_memo
+        stack = [expr]
+        while stack:
+            node = stack[-1]
+            if id(node) in known:
+                stack.pop()
+                continue
+            children = ir.children(node)
+            todo = [c for c in children if id(c) not in known]
+            if todo:
+                stack.extend(todo)
+                continue
+            stack.pop()
+            boolean = isinstance(node, (ir.And, ir.Not))
+            has_ref = isinstance(node, ir.Ref)
+            for c in children:
+                c_boolean, c_ref = known[id(c)][1]
+                boolean, has_ref = boolean or c_boolean, has_ref or c_ref
+            known[id(node)] = (node, (boolean, has_ref))
+        return known[id(expr)][1]
 
     def _forbid_refs(self, items: list[int], what: str, rule: str) -> None:
         if any(self.terms.has_ref(i) for i in items):
@@ -200,6 +257,8 @@ class Automaton:
 
     def _push(self, below: Stack, term: int) -> Stack:
         """The stack ``below`` with ``term`` on top (finished ε tops are popped at once)."""
+        # A state's top is never a lazy term, so equal content is always the same state.
+        term = self.terms.force(term)
         if term == EPS:
             return below
         if term == EMPTYSET or not self.terms.is_live(term):
@@ -524,6 +583,8 @@ def _expr_productive(expr: ir.Expr, rules: dict[str, bool]) -> bool:
         return True
     if isinstance(expr, ir.Ref):
         return rules[expr.name]
+    if isinstance(expr, ir.Lazy):
+        return all(_expr_productive(n, rules) for n in expr.needs)
     raise GrammarError(f"not a grammar expression: {expr!r}")
 
 
@@ -542,4 +603,7 @@ def _expr_nullable(expr: ir.Expr, rules: dict[str, bool]) -> bool:
         return not _expr_nullable(expr.item, rules)
     if isinstance(expr, ir.Ref):
         return rules[expr.name]
+    if isinstance(expr, ir.Lazy):
+        return expr.nullable
     raise GrammarError(f"not a grammar expression: {expr!r}")
+

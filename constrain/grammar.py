@@ -17,7 +17,7 @@ not regular), which the automaton reports as a :class:`~constrain.errors.Grammar
 
 from __future__ import annotations
 
-from collections.abc import Callable, Iterable, Mapping, Sequence
+from collections.abc import Callable, Hashable, Iterable, Mapping, Sequence
 from dataclasses import dataclass, field
 from itertools import pairwise
 from typing import Any, Union
@@ -34,6 +34,7 @@ __all__ = [
     "And",
     "Not",
     "Ref",
+    "Lazy",
     "Grammar",
     "EMPTY",
     "NOTHING",
@@ -53,6 +54,7 @@ __all__ = [
     "ref",
     "prefix_tree",
     "normalize_ranges",
+    "children",
 ]
 
 MAX_CODE_POINT = 0x10FFFF
@@ -134,7 +136,39 @@ class Ref:
     name: str
 
 
-Expr = Union[Chars, Bytes, Seq, Alt, Repeat, And, Not, Ref]
+@dataclass(frozen=True, slots=True, eq=False)
+class Lazy:
+    """A part of a language that is built only when matching first reaches it: for
+    languages too large to build whole, such as an object's members in any order, one
+    expression per set of keys written so far (2**n of them).
+
+    ``build()`` returns the expression. ``key`` names it: nodes with equal keys must build
+    the same language, and each is built once per automaton. What the automaton must know
+    without building it: ``nullable`` (whether it matches the empty string); ``parts``,
+    the expressions it is made of (other ``Lazy`` nodes of the same family aside), which
+    tell whether rule references, intersections or complements occur inside; and
+    ``needs``, expressions that all match something exactly when this does (it must match
+    something otherwise).
+
+    >>> from constrain.automaton import Automaton
+    >>> def digits(n: int) -> Expr:  # n more digits, then "!"
+    ...     if n == 0:
+    ...         return literal("!")
+    ...     return Lazy(("digits", n), lambda: seq(char_range("0", "9"), digits(n - 1)),
+    ...                 nullable=False, parts=(char_range("0", "9"), literal("!")))
+    >>> a = Automaton(Grammar.single(digits(30)))
+    >>> a.matches(b"1" * 30 + b"!"), a.matches(b"1" * 29 + b"!")
+    (True, False)
+    """
+
+    key: Hashable
+    build: Callable[[], Expr]
+    nullable: bool
+    parts: tuple[Expr, ...] = ()
+    needs: tuple[Expr, ...] = ()
+
+
+Expr = Union[Chars, Bytes, Seq, Alt, Repeat, And, Not, Ref, Lazy]
 
 EMPTY: Expr = Seq(())
 NOTHING: Expr = Alt(())
@@ -167,6 +201,21 @@ class Grammar:
         return cls({"start": expr}, "start")
 
 
+def children(expr: Expr) -> tuple[Expr, ...]:
+    """The expressions ``expr`` is made of (a :class:`Lazy` node's ``parts``).
+
+    >>> len(children(seq(literal("a"), star(literal("b")))))
+    2
+    """
+    if isinstance(expr, (Seq, Alt, And)):
+        return expr.items
+    if isinstance(expr, (Repeat, Not)):
+        return (expr.item,)
+    if isinstance(expr, Lazy):
+        return expr.parts
+    return ()
+
+
 def _refs(expr: Expr) -> Iterable[str]:
     stack = [expr]
     seen: set[int] = set()
@@ -177,10 +226,8 @@ def _refs(expr: Expr) -> Iterable[str]:
         seen.add(id(node))
         if isinstance(node, Ref):
             yield node.name
-        elif isinstance(node, (Seq, Alt, And)):
-            stack.extend(node.items)
-        elif isinstance(node, (Repeat, Not)):
-            stack.append(node.item)
+        else:
+            stack.extend(children(node))
 
 
 # ---------------------------------------------------------------------------------------

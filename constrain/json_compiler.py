@@ -484,7 +484,7 @@ class Compiler:
         low, high = spec.min_properties, spec.max_properties
         intersection_ok = not refs or (self.refs_in_and and order == "any")
         expr = object_language(syn, listed, extras, low, high, order=order,
-                               intersection_ok=intersection_ok)
+                               intersection_ok=intersection_ok, lazy=not negative)
         if expr is None and negative:
             # A language to be complemented: larger is safe, so values become regular
             # supersets (see json_regular) and the members can be intersected.
@@ -493,20 +493,20 @@ class Compiler:
                 extras = [Member(m.key, self.regular.over(m.value)) for m in extras]
             except NeedsRegular:
                 return None, None  # opaque: stands in as every object
-            expr = object_language(syn, listed, extras, low, high, order=order)
+            expr = object_language(syn, listed, extras, low, high, order=order, lazy=False)
         if expr is None and object_language(syn, listed, extras, 0, None, order=order,
-                                            intersection_ok=False) is None:
+                                            intersection_ok=False, lazy=not negative) is None:
             self.refuse("required", flat[0].pointer, "too many required keys to track in an "
                         "object whose values are recursive or free-form")
             # lenient: required keys may repeat or be missing (a superset)
             expr = object_language(syn, [Member(m.key, m.value) for m in listed], extras, 0,
-                                   None, order="repeatable")
+                                   None, order="repeatable", lazy=not negative)
         if expr is None:
             keyword = "minProperties" if low else "maxProperties"
             self.refuse(keyword, flat[0].pointer, "the object's values are recursive or "
                         "free-form, so its members cannot be counted")
             expr = object_language(syn, listed, extras, 0, None, order=order,
-                                   intersection_ok=False)
+                                   intersection_ok=False, lazy=not negative)
         assert expr is not None
         values = [m.value for m in (*listed, *extras)]
         return self.refs.mark(expr, any(self.refs.has_ref(v) for v in values)), keys

@@ -10,14 +10,19 @@ by the set of patterns they match (at most :data:`MAX_REGIONS`).
 **Member order.** A JSON object is a sequence of members; the parsed value does not depend
 on their order. The ``"any"`` order accepts the members in every order, listed keys at most
 once, required keys exactly once, and the number of members within
-``minProperties``..``maxProperties``. Up to :data:`MAX_SUBSET_KEYS` listed keys this is one
-explicit automaton over the set of keys written so far (shared nodes, no intersection, so
-values may be rules: recursion, free-form values). Larger objects are ``"repeatable"``: any
-order, required keys exactly once, other listed keys any number of times. Duplicate names
-are valid JSON; Python's ``json`` (like most parsers) keeps the last one and every
-occurrence's value is checked, so the parsed object still validates; it is also a superset
-of the exact language, hence safe where a language is complemented. Only when that cannot
-be exact (``minProperties`` above the required keys, or more than :data:`MAX_SUBSET_KEYS`
+``minProperties``..``maxProperties``. Where the count says nothing beyond the keys (the
+usual case), this is an automaton over the set of keys written so far whose nodes are
+:class:`~constrain.grammar.Lazy`: built when decoding first reaches them, so any number of
+keys, required or not, costs only the sets actually written, and values may be rules
+(recursion, free-form values). Past :data:`MAX_SUBSET_KEYS` listed keys only the required
+ones are tracked and the others may repeat (``"repeatable"``), so that the orders of
+optional keys do not each make states of their own. Duplicate names are valid JSON;
+Python's ``json`` (like most parsers) keeps the last one and every occurrence's value is
+checked, so the parsed object still validates; it is also a superset of the exact language,
+hence safe where a language is complemented. When members are counted, the set automaton
+is explicit up to :data:`MAX_SUBSET_KEYS` keys (at most :data:`MAX_COUNTED_STATES` nodes);
+beyond, it is the ``"repeatable"`` order, and only where that cannot be exact
+(``minProperties`` above the required keys, or more than :data:`MAX_REQUIRED_KEYS`
 required keys) is the language an intersection of one explicit automaton per group of
 :data:`GROUP_KEYS` keys and a counting language, which needs regular values unless the
 automaton supports references that stay aligned across the intersected languages
@@ -51,6 +56,7 @@ from .grammar import (
     EMPTY,
     NOTHING,
     Expr,
+    Lazy,
     alt,
     complement,
     intersect,
@@ -77,15 +83,14 @@ MAX_REGIONS = 64
 may have; patterns that cannot match the same key do not multiply them."""
 
 MAX_SUBSET_KEYS = 8
-"""Objects with at most this many listed keys get the any-order language as one explicit
-automaton over key subsets (at most 256 shared nodes), which allows rule references in
-values; larger ones intersect one such automaton per group of :data:`GROUP_KEYS` keys."""
+"""Objects with at most this many listed keys track every listed key (each at most once);
+larger ones track the required keys only and let optional ones repeat."""
 
 GROUP_KEYS = 6
 
 MAX_REQUIRED_KEYS = 12
-"""Required keys the ``"repeatable"`` order tracks in one explicit automaton (beyond, an
-intersection of groups, or schema order when values are rules)."""
+"""Required keys the ``"repeatable"`` order tracks in one explicit automaton when members
+are also counted (beyond, an intersection of groups). Uncounted objects have no limit."""
 
 MAX_COUNTED_STATES = 1024
 """Nodes allowed for an explicit automaton that also counts unlisted members
@@ -215,11 +220,12 @@ class Member:
 
 def object_language(syn: JsonSyntax, listed: Sequence[Member], extras: Sequence[Member],
                     min_properties: int, max_properties: int | None, *, order: str = "any",
-                    intersection_ok: bool = True) -> Expr | None:
+                    intersection_ok: bool = True, lazy: bool = True) -> Expr | None:
     """The object texts with the given members; ``order`` is ``"any"``, ``"repeatable"``
     or ``"schema"`` (see the module docstring). ``None`` when the language needs an
     intersection and ``intersection_ok`` is false, or needs exact counts ``"repeatable"``
-    cannot give."""
+    cannot give. ``lazy=False`` is for languages to be complemented, which the automaton
+    builds whole: then at most :data:`MAX_REQUIRED_KEYS` members are tracked."""
     members = [*listed, *extras]
     required = [m.required for m in listed]
     low, high = min_properties, max_properties
@@ -230,10 +236,17 @@ def object_language(syn: JsonSyntax, listed: Sequence[Member], extras: Sequence[
     everyone = range(len(members))
     cap = high if high is not None else low
     if order == "any":
+        if not counted:
+            # Past MAX_SUBSET_KEYS, optional keys may repeat ("repeatable", see above):
+            # tracking them too would make every order of every subset its own state.
+            track = range(n) if n <= MAX_SUBSET_KEYS else [i for i in range(n) if required[i]]
+            if lazy or len(track) <= MAX_REQUIRED_KEYS:  # built whole: 2**len(track) nodes
+                return _any_order(syn, members, required, track)
         if n <= MAX_SUBSET_KEYS and (not (counted and extras) or (
                 2 ** n * (cap + 1) <= MAX_COUNTED_STATES)):
             return _tracked(syn, members, required, range(n), low, high)
-        repeatable = object_language(syn, listed, extras, low, high, order="repeatable")
+        repeatable = object_language(syn, listed, extras, low, high, order="repeatable",
+                                     lazy=lazy)
         if repeatable is not None:
             return repeatable
         if not intersection_ok:
@@ -276,6 +289,57 @@ def _choice(syn: JsonSyntax, members: Sequence[Member], indices: Iterable[int]) 
         else:
             rest.append(_text(syn, m))
     return alt(syn.keyed(named), *rest)
+
+
+def _any_order(syn: JsonSyntax, members: Sequence[Member], required: Sequence[bool],
+               track: Sequence[int]) -> Expr:
+    """Objects with ``members`` in any order: each tracked member at most once (required
+    ones exactly once), the others any number of times.
+
+    One :class:`~constrain.grammar.Lazy` node per set of tracked members written so far,
+    built when decoding first reaches it: only the sets actually written cost anything
+    (``2**n`` built eagerly would not do past a dozen keys), values may reference rules,
+    and no intersection is needed. Tracked members are listed keys (``required[i]`` says
+    whether ``members[i]`` is required).
+    """
+    track = list(track)
+    bit = {i: 1 << j for j, i in enumerate(track)}
+    untracked = [i for i in range(len(members)) if i not in bit]
+    other = _choice(syn, members, untracked) if untracked else NOTHING
+    more_others = star(seq(syn.comma, other)) if untracked else EMPTY
+    must = sum(bit[i] for i in track if required[i])
+    parts = (syn.comma, syn.colon, other, *(members[i].value for i in track))
+    family = object()  # names this object's nodes
+    memo: dict[int, Expr] = {}
+
+    def next_member(seen: int) -> Expr:
+        """One more tracked member (not in ``seen``), then what may follow it."""
+        return syn.keyed([(members[i].key, seq(syn.colon, members[i].value,  # type: ignore
+                                                after(seen | bit[i])))
+                          for i in track if not seen & bit[i]])
+
+    def after(seen: int) -> Expr:
+        """What may follow a member once the tracked members in ``seen`` are written."""
+        found = memo.get(seen)
+        if found is None:
+            done = seen & must == must
+            left = [i for i in track if not seen & bit[i]]
+
+            def build() -> Expr:
+                options = [EMPTY] if done else []
+                if left:
+                    options.append(seq(syn.comma, next_member(seen)))
+                return seq(more_others, alt(*options))
+
+            found = memo[seen] = Lazy(
+                (family, seen), build, nullable=done, parts=parts,
+                needs=tuple(members[i].value for i in left if required[i]))
+        return found
+
+    first = [next_member(0)] if track else []
+    if untracked:
+        first.append(seq(other, after(0)))
+    return syn.obj(alt(*first), must == 0)
 
 
 def _tracked(syn: JsonSyntax, members: Sequence[Member], required: Sequence[bool],

@@ -39,11 +39,13 @@ from .grammar import (
     Alt,
     And,
     Expr,
+    Lazy,
     Not,
     Ref,
     Repeat,
     Seq,
     alt,
+    children,
     complement,
     intersect,
     literal,
@@ -128,7 +130,8 @@ class Regularizer:
         if isinstance(expr, Ref):
             result = self._unfold(expr.name, over, depth)
         else:
-            result = self._rebuild(expr, lambda e, flip=False: self._walk(e, over != flip, depth))
+            result = self._rebuild(expr, lambda e, flip=False: self._walk(e, over != flip, depth),
+                                   (self, over, depth))
         self._memo[key] = (expr, result)
         return result
 
@@ -152,7 +155,12 @@ class Regularizer:
         return self._walk(body, over, depth - 1 if container else depth)
 
     @staticmethod
-    def _rebuild(expr: Expr, walk: Callable[..., Expr]) -> Expr:
+    def _rebuild(expr: Expr, walk: Callable[..., Expr], tag: object) -> Expr:
+        """``expr`` with ``walk`` applied to its parts; ``tag`` names the walk, so that a
+        lazy part keeps a key of its own (built, and walked, when first reached)."""
+        if isinstance(expr, Lazy):
+            return Lazy((expr.key, tag), lambda: walk(expr.build()), expr.nullable,
+                        tuple(walk(p) for p in expr.parts), tuple(walk(n) for n in expr.needs))
         if isinstance(expr, Seq):
             return seq(*(walk(i) for i in expr.items))
         if isinstance(expr, Alt):
@@ -181,13 +189,13 @@ class Regularizer:
                 if id(e) in marked:
                     stack.pop()
                     continue
-                todo = [i for i in _items(e) if id(i) not in marked]
+                todo = [i for i in children(e) if id(i) not in marked]
                 if todo:
                     stack.extend(todo)
                     continue
                 stack.pop()
                 value = (isinstance(e, Ref) and e.name.startswith(_PENDING)) or any(
-                    marked[id(i)][1] for i in _items(e))
+                    marked[id(i)][1] for i in children(e))
                 marked[id(e)] = (e, value)
             return marked[id(expr)][1]
 
@@ -202,7 +210,7 @@ class Regularizer:
                 assert pending is not None
                 result = self._unfold(*pending)
             else:
-                result = self._rebuild(expr, lambda e, flip=False: fix(e))
+                result = self._rebuild(expr, lambda e, flip=False: fix(e), (self, "finish"))
             fixed[id(expr)] = (expr, result)
             return result
 
@@ -219,10 +227,3 @@ def _parse_pending(name: str) -> tuple[str, bool, int] | None:
     over, depth, rule = name[len(_PENDING):].split(":", 2)
     return rule, over == "1", int(depth)
 
-
-def _items(expr: Expr) -> tuple[Expr, ...]:
-    if isinstance(expr, (Seq, Alt, And)):
-        return expr.items
-    if isinstance(expr, (Repeat, Not)):
-        return (expr.item,)
-    return ()

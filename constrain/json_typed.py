@@ -26,7 +26,7 @@ from dataclasses import dataclass, field
 from functools import cached_property
 from typing import Any
 
-from .grammar import Alt, And, Expr, Not, Ref, Repeat, Seq, alt, complement, intersect
+from .grammar import Alt, Expr, Ref, alt, children, complement, intersect
 
 __all__ = ["EMPTY_TYPED", "JSON_TYPES", "NeedsRegular", "ObjectKeys", "RefTracker", "Typed"]
 
@@ -141,13 +141,13 @@ class RefTracker:
             if id(node) in self._memo:
                 stack.pop()
                 continue
-            children = _children(node)
+            parts = children(node)
             if id(node) not in expanded:
                 expanded.add(id(node))
-                stack.extend(c for c in children if id(c) not in self._memo)
+                stack.extend(c for c in parts if id(c) not in self._memo)
                 continue
             stack.pop()
-            value = isinstance(node, Ref) or any(self._memo[id(c)][1] for c in children)
+            value = isinstance(node, Ref) or any(self._memo[id(c)][1] for c in parts)
             self._memo[id(node)] = (node, value)
         return self._memo[id(expr)][1]
 
@@ -242,10 +242,3 @@ def _dedupe(items: list[Expr]) -> list[Expr]:
             out.append(e)
     return out
 
-
-def _children(node: Expr) -> tuple[Expr, ...]:
-    if isinstance(node, (Seq, Alt, And)):
-        return node.items
-    if isinstance(node, (Repeat, Not)):
-        return (node.item,)
-    return ()

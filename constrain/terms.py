@@ -20,15 +20,17 @@ instead of unrolling, and intersection and complement directly, so ``(a|b)*a(a|b
 
 from __future__ import annotations
 
-from collections.abc import Iterable
+from collections.abc import Callable, Iterable
 
 from .errors import ResourceLimitError
 from .utf8 import UTF8_MULTIBYTE_EDGES
 
 __all__ = ["TermStore", "EMPTYSET", "EPS", "ALL_BYTES"]
 
-# Term kinds.
-_EMPTYSET, _EPS, _BYTES, _SEQ, _ALT, _REP, _AND, _NOT, _REF = range(9)
+# Term kinds. A LAZY term stands for a term not built yet (see grammar.Lazy): its flags
+# are given when it is made, and it is built the first time a derivative or a liveness
+# check needs its inside.
+_EMPTYSET, _EPS, _BYTES, _SEQ, _ALT, _REP, _AND, _NOT, _REF, _LAZY = range(10)
 
 EMPTYSET = 0
 EPS = 1
@@ -58,6 +60,9 @@ class TermStore:
         self._derivatives: dict[int, Derivative] = {}
         self._live: dict[int, bool] = {EMPTYSET: False, EPS: True}
         self._single_chars: dict[int, tuple[int, bool]] = {}
+        self._builders: dict[int, Callable[[], int]] = {}
+        self._forced: dict[int, int] = {}
+        self._lazy_live: dict[int, Callable[[], bool]] = {}
         self.max_liveness_search = 200_000
         self.rule_nullable: list[bool] = list(rule_nullable)
 
@@ -84,6 +89,10 @@ class TermStore:
         else:
             boolean = False
             has_ref = kind == _REF
+        return self._append(key, kind, args, nullable, boolean, has_ref)
+
+    def _append(self, key: tuple[object, ...], kind: int, args: tuple[object, ...],
+                nullable: bool, boolean: bool, has_ref: bool) -> int:
         ident = len(self._kind)
         if ident >= self.max_terms:
             raise ResourceLimitError(
@@ -210,6 +219,36 @@ class TermStore:
             return self._args[item][0]  # type: ignore[return-value]
         return self._make(_NOT, (item,), not self._nullable[item])
 
+    def lazy(self, key: object, build: Callable[[], int], *, nullable: bool,
+             boolean: bool, has_ref: bool, live: Callable[[], bool] | None = None) -> int:
+        """A term built by ``build()`` only when its inside is first needed.
+
+        ``key`` names the content (equal keys are one term). ``nullable`` and ``has_ref``
+        are those of the term ``build`` returns (whether it matches the empty string,
+        whether a rule reference occurs inside). Its language must not be empty unless
+        ``boolean`` is set; then ``live()`` says whether it is (without building it), or
+        else liveness builds it and looks inside.
+        """
+        full_key = (_LAZY, key)
+        found = self._ids.get(full_key)
+        if found is not None:
+            return found
+        ident = self._append(full_key, _LAZY, (key,), nullable, boolean, has_ref)
+        self._builders[ident] = build
+        if live is not None:
+            self._lazy_live[ident] = live
+        return ident
+
+    def force(self, term: int) -> int:
+        """``term``, or what it stands for if it is lazy (built once)."""
+        while self._kind[term] == _LAZY:
+            found = self._forced.get(term)
+            if found is None:
+                found = self._builders.pop(term)()
+                self._forced[term] = found
+            term = found
+        return term
+
     def ref(self, rule: int) -> int:
         """A reference to rule number ``rule`` (resolved by the stack machine)."""
         return self._make(_REF, (rule,), self.rule_nullable[rule])
@@ -238,6 +277,11 @@ class TermStore:
             self._live[term] = True
             return True
         kind = self._kind[term]
+        if kind == _LAZY:
+            live = self._lazy_live.pop(term, None)
+            result = live() if live is not None else self.is_live(self.force(term))
+            self._live[term] = result
+            return result
         if kind in (_SEQ, _ALT, _REP):
             # Decided by the parts: the searches then run on the intersections and
             # complements alone, which recur in many places (a key pattern inside every
@@ -259,14 +303,21 @@ class TermStore:
         # intersection would otherwise nest one call per element.
         spine = []
         t = term
-        result = True
-        while self._kind[t] == _SEQ and self._boolean_flag[t] and t not in self._live:
-            spine.append(t)
-            head, t = self._args[t]  # type: ignore[assignment]
-            if not self.is_live(head):  # type: ignore[arg-type]
-                result = False
+        result: bool | None = None
+        while self._boolean_flag[t] and t not in self._live:
+            kind = self._kind[t]
+            if kind == _LAZY and t not in self._lazy_live:
+                spine.append(t)
+                t = self.force(t)
+            elif kind == _SEQ:
+                spine.append(t)
+                head, t = self._args[t]  # type: ignore[assignment]
+                if not self.is_live(head):  # type: ignore[arg-type]
+                    result = False
+                    break
+            else:
                 break
-        else:
+        if result is None:
             result = self.is_live(t)
         for s in spine:  # each holds the dead part, or all of them are live
             self._live[s] = result
@@ -375,6 +426,8 @@ class TermStore:
             return [(args[0], EPS)], {}  # type: ignore[list-item]
         if kind == _REF:
             return [], {args[0]: EPS}  # type: ignore[dict-item]
+        if kind == _LAZY:
+            return self.derivative(self.force(term))
         if kind == _SEQ:
             head, tail = args
             pieces, refs = self.derivative(head)  # type: ignore[arg-type]
@@ -441,6 +494,8 @@ class TermStore:
             return "(" + "&".join(self.show(i) for i in args) + ")"  # type: ignore[arg-type]
         if kind == _NOT:
             return "~" + self.show(args[0])  # type: ignore[arg-type]
+        if kind == _LAZY:
+            return f"<lazy {args[0]!r}>"
         return f"<rule {args[0]}>"
 
 
