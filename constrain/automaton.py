@@ -108,12 +108,8 @@ class Automaton:
 
     # -- IR conversion -----------------------------------------------------------------
 
-    def _convert(self, expr: ir.Expr, rule: str, eager: bool = False) -> int:
-        """The term of ``expr``. ``eager`` builds :class:`~constrain.grammar.Lazy` parts
-        at once: inside an intersection or complement, equal languages must be equal terms
-        (two lazy families of one object language would not be), or deciding emptiness
-        explores their whole product."""
-        key = id(expr) << 1 | eager
+    def _convert(self, expr: ir.Expr, rule: str) -> int:
+        key = id(expr)
         found = self._converted.get(key)
         if found is not None:
             return found[1]
@@ -128,24 +124,24 @@ class Automaton:
                 bits |= ((1 << (hi - lo + 1)) - 1) << lo
             result = t.bytes_term(bits)
         elif isinstance(expr, ir.Seq):
-            result = t.seq_all(self._convert(i, rule, eager) for i in expr.items)
+            result = t.seq_all(self._convert(i, rule) for i in expr.items)
         elif isinstance(expr, ir.Alt):
-            result = t.alt(self._convert(i, rule, eager) for i in expr.items)
+            result = t.alt(self._convert(i, rule) for i in expr.items)
         elif isinstance(expr, ir.Repeat):
-            result = t.repeat(self._convert(expr.item, rule, eager), expr.min, expr.max)
+            result = t.repeat(self._convert(expr.item, rule), expr.min, expr.max)
         elif isinstance(expr, ir.And):
-            items = [self._convert(i, rule, True) for i in expr.items]
+            items = [self._convert(i, rule) for i in expr.items]
             self._forbid_refs(items, "intersection", rule)
             result = t.intersect(items)
         elif isinstance(expr, ir.Not):
-            inner = self._convert(expr.item, rule, True)
+            inner = self._convert(expr.item, rule)
             self._forbid_refs([inner], "complement", rule)
             result = t.intersect([t.complement(inner), self.utf8_star()])
         elif isinstance(expr, ir.Ref):
             productive = self._rule_productive[expr.name]
             result = t.ref(self._rule_index[expr.name]) if productive else EMPTYSET
         elif isinstance(expr, ir.Lazy):
-            result = self._convert(expr.build(), rule, True) if eager else self._lazy(expr, rule)
+            result = self._lazy(expr, rule)
         else:
             raise GrammarError(f"not a grammar expression: {expr!r}", rule)
         # Holding expr keeps its id from being reused by another node during conversion.

@@ -224,8 +224,9 @@ def object_language(syn: JsonSyntax, listed: Sequence[Member], extras: Sequence[
     """The object texts with the given members; ``order`` is ``"any"``, ``"repeatable"``
     or ``"schema"`` (see the module docstring). ``None`` when the language needs an
     intersection and ``intersection_ok`` is false, or needs exact counts ``"repeatable"``
-    cannot give. ``lazy=False`` is for languages to be complemented, which the automaton
-    builds whole: then at most :data:`MAX_REQUIRED_KEYS` members are tracked."""
+    cannot give. ``lazy=False`` builds the any-order language whole, for languages to be
+    complemented: :class:`~constrain.grammar.Lazy` nodes of two separately built copies
+    of one object are not one term, which an emptiness search inside a complement needs."""
     members = [*listed, *extras]
     required = [m.required for m in listed]
     low, high = min_properties, max_properties
@@ -236,12 +237,11 @@ def object_language(syn: JsonSyntax, listed: Sequence[Member], extras: Sequence[
     everyone = range(len(members))
     cap = high if high is not None else low
     if order == "any":
-        if not counted:
+        if not counted and lazy:
             # Past MAX_SUBSET_KEYS, optional keys may repeat ("repeatable", see above):
             # tracking them too would make every order of every subset its own state.
             track = range(n) if n <= MAX_SUBSET_KEYS else [i for i in range(n) if required[i]]
-            if lazy or len(track) <= MAX_REQUIRED_KEYS:  # built whole: 2**len(track) nodes
-                return _any_order(syn, members, required, track)
+            return _any_order(syn, members, required, track)
         if n <= MAX_SUBSET_KEYS and (not (counted and extras) or (
                 2 ** n * (cap + 1) <= MAX_COUNTED_STATES)):
             return _tracked(syn, members, required, range(n), low, high)
