@@ -25,7 +25,14 @@ def _walk(
     suffix_lo, suffix_hi, suffix_non_ascii, suffix_chars, subtree_valid,
     stack_nodes, stack_states, depth0, seed_state, num_roots,
     string_token, dup_ptr, dup_token, words, pending_nodes, pending_states,
+    accepting, exits, n_exits,
 ):  # pragma: no cover - compiled
+    """Returns ``(pending, exits)``: how many ``(node, state)`` pairs wait for Python, and
+    how many nodes ``exits`` holds. When ``n_exits >= 0`` (a head's plan), every node
+    with children after which the state accepts is appended to ``exits`` (from index
+    ``n_exits``), and no subtree is accepted whole from an accepting state, since its
+    nodes may be exits too."""
+    record = n_exits >= 0
     sp = depth0
     if seed_state >= 0:  # a fresh walk: every root from one state
         for root in range(num_roots):
@@ -53,7 +60,7 @@ def _walk(
                     pending_states[n_pending] = state
                     n_pending += 1
                     continue
-            elif (
+            elif not (record and accepting[nxt]) and (
                 (suffix_lo[node] & ~loop_lo[nxt]) == 0
                 and (suffix_hi[node] & ~loop_hi[nxt]) == 0
                 and (not suffix_non_ascii[node] or (loop_utf8[nxt] and subtree_valid[node]))
@@ -65,11 +72,14 @@ def _walk(
         t = terminal[node]
         if t >= 0:
             _allow(t, string_token, dup_ptr, dup_token, words)
+        if record and accepting[nxt] and child_hi[node] > child_lo[node]:
+            exits[n_exits] = node
+            n_exits += 1
         for child in range(child_lo[node], child_hi[node]):
             stack_nodes[sp] = child
             stack_states[sp] = nxt
             sp += 1
-    return n_pending
+    return n_pending, n_exits
 
 
 @numba.njit(cache=True, nogil=True)

@@ -463,6 +463,42 @@ class Automaton:
             return None
         return self.terms.leading_run(self._stack_frames[stack][0])
 
+    def head_split(self, state: int) -> tuple[int, int] | None:
+        """``(head, tail)`` states whose concatenation is ``state``'s language, the head
+        being the shortest start of the top frame that cannot match the empty string, so
+        every token either stays inside the head or finishes it and goes on in the tail.
+
+        The head alone is the same language wherever it occurs (the same object's members
+        inside different callers, say), so what a token walk learns inside it is shared;
+        ``None`` where there is nothing to split (several stacks, an empty-matching top
+        frame, or no tail).
+        """
+        config = self._configs[state]
+        if len(config) != 1:
+            return None
+        (stack,) = config
+        if stack == EMPTY_STACK:
+            return None
+        top, rest = self._stack_frames[stack]
+        t = self.terms
+        items = []
+        tail = top
+        while True:
+            item, tail = t.head_tail(tail)
+            items.append(item)
+            if not t.nullable(item):
+                break
+            if tail == EPS:
+                return None
+        if tail == EPS and rest == EMPTY_STACK:
+            return None
+        with self._lock:
+            head_stack = self._push(EMPTY_STACK, t.seq_all(items))
+            tail_stack = rest if tail == EPS else self._push(rest, tail)
+            if DEAD_STACK in (head_stack, tail_stack):
+                return None
+            return self._intern(frozenset((head_stack,))), self._intern(frozenset((tail_stack,)))
+
     def forced_bytes(self, state: int, limit: int = 4096) -> bytes:
         """The bytes every continuation from ``state`` starts with (for jump-forward)."""
         out = bytearray()

@@ -59,6 +59,8 @@ class TokenMasks:
         self._loop_known = np.zeros(0, dtype=bool)
         self.use_compiled = walk_kernel.available() if use_compiled is None else use_compiled
         self._walk = walk_kernel.TrieWalk(self.trie) if self.use_compiled else None
+        self._splits: dict[int, tuple[int, int] | None] = {}
+        self._plans: dict[int, tuple[np.ndarray, np.ndarray]] = {}
 
     def mask(self, state: int) -> np.ndarray:
         """The packed int32 mask of ``state`` (read-only; EOS set iff the state may end)."""
@@ -91,13 +93,58 @@ class TokenMasks:
         return packed
 
     def _walk_compiled(self, state: int, packed: np.ndarray) -> None:
-        automaton, walk, words = self.automaton, self._walk, packed.view(np.uint32)
+        words = packed.view(np.uint32)
+        split = self._splits.get(state, _UNSPLIT)
+        if split is _UNSPLIT:
+            split = self._splits[state] = self.automaton.head_split(state)
+        if split is None:
+            self._finish(self._start(state, words, None), words, None)
+            return
+        # Tokens inside the head come from its plan, shared by every state with this
+        # head; only tokens that finish the head are walked on, in the tail.
+        head, tail = split
+        inner, seeds = self._plan(head)
+        words |= inner
+        if len(seeds):
+            pending = self._walk.seeded(self.automaton.table, self._loop_arrays(), seeds, tail,
+                                        words)
+            self._finish(pending, words, None)
+
+    def _plan(self, head: int) -> tuple[np.ndarray, np.ndarray]:
+        """For a head state: the tokens allowed inside it, and the trie nodes below which
+        tokens go on past its end (the children of the nodes where it accepts)."""
+        found = self._plans.get(head)
+        if found is not None:
+            return found
+        words = np.zeros(self.words, dtype=np.uint32)
+        exits = walk_kernel.Exits(self.automaton.accepting_flags())
+        self._finish(self._start(head, words, exits), words, exits)
+        trie = self.trie
+        ends = np.array(exits.nodes, dtype=np.int64)
+        lo, hi = trie.child_lo[ends], trie.child_hi[ends]
+        counts = hi - lo
+        seeds = np.repeat(lo - np.cumsum(counts) + counts, counts) + np.arange(counts.sum())
+        words.flags.writeable = False
+        found = self._plans[head] = (words, seeds)
+        return found
+
+    def _start(self, state: int, words: np.ndarray,
+               exits: walk_kernel.Exits | None) -> tuple[np.ndarray, np.ndarray]:
         self._ensure_loop_info(np.array([state]))  # the walk skips the state's own loop
-        nodes, states = walk.start(automaton.table, self._loop_arrays(), state, words)
+        return self._walk.start(self.automaton.table, self._loop_arrays(), state, words, exits)
+
+    def _finish(self, pending: tuple[np.ndarray, np.ndarray], words: np.ndarray,
+                exits: walk_kernel.Exits | None) -> None:
+        """Build what the kernel stopped at and resume it, until nothing is pending."""
+        automaton = self.automaton
+        nodes, states = pending
         while len(nodes):
             self._prepare_pending(nodes, states)
             self._ensure_loop_capacity(automaton.num_states)
-            nodes, states = walk.resume(automaton.table, self._loop_arrays(), len(nodes), words)
+            if exits is not None:
+                exits.accepting = automaton.accepting_flags()
+            nodes, states = self._walk.resume(automaton.table, self._loop_arrays(), len(nodes),
+                                              words, exits)
 
     def _prepare_pending(self, nodes: np.ndarray, states: np.ndarray) -> None:
         """Build what the kernel stopped at: the rows of pending states, and whether their
@@ -229,6 +276,7 @@ class TokenMasks:
 
 
 _LOW64 = (1 << 64) - 1
+_UNSPLIT = (-1, -1)
 _UNBOUNDED = walk_kernel.UNBOUNDED
 
 

@@ -349,6 +349,12 @@ class TermStore:
             self._live[t] = False
         return False
 
+    def head_tail(self, term: int) -> tuple[int, int]:
+        """``(head, tail)`` of a concatenation ``head·tail``; ``(term, EPS)`` otherwise."""
+        if self._kind[term] == _SEQ:
+            return self._args[term]  # type: ignore[return-value]
+        return term, EPS
+
     def leading_run(self, term: int) -> tuple[int, bool, int] | None:
         """If ``term`` starts with ``x{lo,hi}``: the characters ``x`` surely matches as one
         unit — ``(ASCII bits, whether every multi-byte character, hi)`` — else ``None``.

@@ -23,7 +23,7 @@ import numpy as np
 
 from .utf8 import UTF8_STEP
 
-__all__ = ["available", "TrieWalk"]
+__all__ = ["available", "Exits", "TrieWalk"]
 
 # numba is optional (without it the numpy walk is used) and slow to import, so it is only
 # looked up here and imported on the first compiled walk.
@@ -67,19 +67,21 @@ class TrieWalk:
     def _buffers(self) -> list[np.ndarray]:
         buffers = getattr(_local, "buffers", None)
         if buffers is None or len(buffers[0]) < self._size:
-            buffers = [np.empty(self._size, dtype=np.int64) for _ in range(4)]
+            # Two stack/pending pairs, then the exits of a head's plan.
+            buffers = [np.empty(self._size, dtype=np.int64) for _ in range(5)]
             _local.buffers = buffers
         return buffers
 
     def start(self, rows: np.ndarray, loops: tuple[np.ndarray, ...], state: int,
-              words: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+              words: np.ndarray, exits: Exits | None = None) -> tuple[np.ndarray, np.ndarray]:
         """Walk every token from ``state``, setting allowed tokens' bits in the uint32 mask
         ``words``; returns the ``(nodes, states)`` still pending (views, valid until the
         next call on this thread).
 
         When ``state`` loops on itself over a character class (``loops`` says so, and must
         be known for ``state``), the tokens made only of those characters come from a mask
-        cached per class and the walk only visits the rest.
+        cached per class and the walk only visits the rest. With ``exits``, the nodes after
+        which the walk's state accepts are recorded there (see :class:`Exits`).
         """
         skip = False
         if loops[4][state]:
@@ -88,20 +90,28 @@ class TrieWalk:
             # Only a true self-loop, not a counted run of the class (whose tokens would
             # be limited by the count and lead to other states).
             skip = bits != 0 and int(rows[state, (bits & -bits).bit_length() - 1]) == state
+            # A state that may end would make every node of its loop an exit.
+            skip = skip and (exits is None or not exits.accepting[state])
         if not skip:
-            return self._run(rows, loops, state, 0, words, 0)
-        allowed, exits = self.loop_plan(lo, hi, utf8, len(words))
+            return self._run(rows, loops, state, 0, words, 0, exits)
+        allowed, loop_exits = self.loop_plan(lo, hi, utf8, len(words))
         words |= allowed
+        return self.seeded(rows, loops, loop_exits, state, words, exits)
+
+    def seeded(self, rows: np.ndarray, loops: tuple[np.ndarray, ...], nodes: np.ndarray,
+               state: int, words: np.ndarray,
+               exits: Exits | None = None) -> tuple[np.ndarray, np.ndarray]:
+        """Walk the subtrees of ``nodes`` only, each node's byte read from ``state``."""
         stack_nodes, stack_states = self._buffers()[:2]
-        n = len(exits)
-        stack_nodes[:n] = exits
+        n = len(nodes)
+        stack_nodes[:n] = nodes
         stack_states[:n] = state
-        return self._run(rows, loops, -1, n, words, 0)
+        return self._run(rows, loops, -1, n, words, 0, exits)
 
     def resume(self, rows: np.ndarray, loops: tuple[np.ndarray, ...], count: int,
-               words: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+               words: np.ndarray, exits: Exits | None = None) -> tuple[np.ndarray, np.ndarray]:
         """Continue from the ``count`` pairs the previous call returned as pending."""
-        return self._run(rows, loops, -1, count, words, 1)
+        return self._run(rows, loops, -1, count, words, 1, exits)
 
     def loop_plan(self, ascii_lo: int, ascii_hi: int, non_ascii: bool,
                   words: int) -> tuple[np.ndarray, np.ndarray]:
@@ -131,7 +141,8 @@ class TrieWalk:
         return found
 
     def _run(self, rows: np.ndarray, loops: tuple[np.ndarray, ...], state: int, count: int,
-             words: np.ndarray, flip: int) -> tuple[np.ndarray, np.ndarray]:
+             words: np.ndarray, flip: int,
+             exits: Exits | None) -> tuple[np.ndarray, np.ndarray]:
         global _kernel
         kernel = _kernel
         if kernel is None:
@@ -143,7 +154,30 @@ class TrieWalk:
             buffers[0], buffers[1], buffers[2], buffers[3] = (
                 buffers[2], buffers[3], buffers[0], buffers[1]
             )
-        stack_nodes, stack_states, pending_nodes, pending_states = buffers
-        n = kernel(rows, *loops, *self._nodes, stack_nodes, stack_states, count, state,
-                   self._num_roots, *self._strings, words, pending_nodes, pending_states)
+        stack_nodes, stack_states, pending_nodes, pending_states, exit_nodes = buffers
+        if exits is None:
+            accepting, n_exits = _NO_ACCEPTING, -1
+        else:
+            accepting, n_exits = exits.accepting, len(exits.nodes)
+        n, n_exits = kernel(rows, *loops, *self._nodes, stack_nodes, stack_states, count, state,
+                            self._num_roots, *self._strings, words, pending_nodes,
+                            pending_states, accepting, exit_nodes, n_exits)
+        if exits is not None and n_exits > len(exits.nodes):
+            exits.nodes.extend(exit_nodes[len(exits.nodes):n_exits].tolist())
         return pending_nodes[:n], pending_states[:n]
+
+
+class Exits:
+    """What a walk records when asked to: the trie nodes with children after which the
+    walk's state accepts (``accepting``, indexed by state, says which states do). The
+    mask engine walks a state's head this way, then continues from these nodes in the
+    state's tail."""
+
+    __slots__ = ("accepting", "nodes")
+
+    def __init__(self, accepting: np.ndarray) -> None:
+        self.accepting = accepting
+        self.nodes: list[int] = []
+
+
+_NO_ACCEPTING = np.zeros(1, dtype=bool)
