@@ -463,15 +463,42 @@ class Automaton:
             return None
         return self.terms.leading_run(self._stack_frames[stack][0])
 
-    def head_split(self, state: int) -> tuple[int, int] | None:
-        """``(head, tail)`` states whose concatenation is ``state``'s language, the head
-        being the shortest start of the top frame that cannot match the empty string, so
-        every token either stays inside the head or finishes it and goes on in the tail.
+    def alternatives(self, state: int, limit: int) -> list[int] | None:
+        """States whose languages' union is ``state``'s: one per candidate stack, or one
+        per member of a union on top of the only stack. ``None`` when there are fewer
+        than two or more than ``limit``.
 
-        The head alone is the same language wherever it occurs (the same object's members
-        inside different callers, say), so what a token walk learns inside it is shared;
-        ``None`` where there is nothing to split (several stacks, an empty-matching top
-        frame, or no tail).
+        A member recurs in many unions (the keys still allowed in objects that have
+        written different members so far, the branches of an ``anyOf`` alive after
+        different prefixes), so what is learnt about it is shared.
+        """
+        config = self._configs[state]
+        if len(config) > limit:
+            return None
+        with self._lock:
+            if len(config) > 1:
+                return [self._intern(frozenset((stack,))) for stack in config]
+            (stack,) = config
+            if stack == EMPTY_STACK:
+                return None
+            top, rest = self._stack_frames[stack]
+            members = self.terms.alternatives(top)
+            if not 1 < len(members) <= limit:
+                return None
+            stacks = {self._push(rest, member) for member in members} - {DEAD_STACK}
+            return [self._intern(frozenset((s,))) for s in stacks]
+
+    def head_split(self, state: int) -> tuple[int, int] | None:
+        """``(head, tail)`` states whose concatenation is ``state``'s language, so that every
+        token either stays inside the head or finishes it and goes on in the tail.
+
+        The head is the lexical start of the top frame (no rule reference, no lazy term:
+        a key and its colon, a string value, whitespace and commas), up to the first piece
+        of structure; or that piece alone when it comes first. It cannot match the empty
+        string. A head is the same language wherever it occurs (the same key in objects
+        that have written different members so far, a member inside different callers),
+        so what a walk learns inside it is shared. ``None`` where there is nothing to
+        split (several stacks, no tail, or no head that must consume something).
         """
         config = self._configs[state]
         if len(config) != 1:
@@ -481,16 +508,20 @@ class Automaton:
             return None
         top, rest = self._stack_frames[stack]
         t = self.terms
-        items = []
+        items: list[int] = []
+        can_be_empty = True
         tail = top
-        while True:
-            item, tail = t.head_tail(tail)
-            items.append(item)
-            if not t.nullable(item):
+        while tail != EPS:
+            item, after = t.head_tail(tail)
+            lexical = t.is_lexical(item)
+            if items and not can_be_empty and not lexical:
                 break
-            if tail == EPS:
-                return None
-        if tail == EPS and rest == EMPTY_STACK:
+            items.append(item)
+            tail = after
+            can_be_empty = can_be_empty and t.nullable(item)
+            if not lexical and not can_be_empty:
+                break
+        if can_be_empty or (tail == EPS and rest == EMPTY_STACK):
             return None
         with self._lock:
             head_stack = self._push(EMPTY_STACK, t.seq_all(items))

@@ -18,6 +18,7 @@ one dictionary lookup and a row copy.
 from __future__ import annotations
 
 import threading
+from typing import NamedTuple
 
 import numpy as np
 
@@ -59,8 +60,7 @@ class TokenMasks:
         self._loop_known = np.zeros(0, dtype=bool)
         self.use_compiled = walk_kernel.available() if use_compiled is None else use_compiled
         self._walk = walk_kernel.TrieWalk(self.trie) if self.use_compiled else None
-        self._splits: dict[int, tuple[int, int] | None] = {}
-        self._plans: dict[int, tuple[np.ndarray, np.ndarray]] = {}
+        self._plans: dict[int, _Plan] = {}
 
     def mask(self, state: int) -> np.ndarray:
         """The packed int32 mask of ``state`` (read-only; EOS set iff the state may end)."""
@@ -80,53 +80,75 @@ class TokenMasks:
 
     def _compute(self, state: int) -> np.ndarray:
         trie = self.trie
-        packed = np.zeros(self.words, dtype=np.int32)
-        if state != Automaton.DEAD and trie.max_depth:
-            if self.use_compiled:
-                self._walk_compiled(state, packed)
-            else:
-                ids = trie.token_ids_of(self._walk_levels(state))
-                _set_bits(packed, ids)
-        if state != Automaton.DEAD and self.automaton.is_accepting(state):
+        accepting = state != Automaton.DEAD and self.automaton.is_accepting(state)
+        if state != Automaton.DEAD and trie.max_depth and self.use_compiled:
+            words = self._plan(state).words
+            if not accepting:
+                return words.view(np.int32)  # read-only already, shared with the plan
+            packed = words.view(np.int32).copy()
+        else:
+            packed = np.zeros(self.words, dtype=np.int32)
+            if state != Automaton.DEAD and trie.max_depth:
+                _set_bits(packed, trie.token_ids_of(self._walk_levels(state)))
+        if accepting:
             _set_bits(packed, self._eos)
         packed.flags.writeable = False
         return packed
 
-    def _walk_compiled(self, state: int, packed: np.ndarray) -> None:
-        words = packed.view(np.uint32)
-        split = self._splits.get(state, _UNSPLIT)
-        if split is _UNSPLIT:
-            split = self._splits[state] = self.automaton.head_split(state)
-        if split is None:
-            self._finish(self._start(state, words, None), words, None)
-            return
-        # Tokens inside the head come from its plan, shared by every state with this
-        # head; only tokens that finish the head are walked on, in the tail.
-        head, tail = split
-        inner, seeds = self._plan(head)
-        words |= inner
-        if len(seeds):
-            pending = self._walk.seeded(self.automaton.table, self._loop_arrays(), seeds, tail,
-                                        words)
-            self._finish(pending, words, None)
+    def _plan(self, state: int, with_exits: bool = False) -> _Plan:
+        """What the compiled walk knows about ``state``, built from the plans of smaller
+        states where the automaton can say how (memoized per state):
 
-    def _plan(self, head: int) -> tuple[np.ndarray, np.ndarray]:
-        """For a head state: the tokens allowed inside it, and the trie nodes below which
-        tokens go on past its end (the children of the nodes where it accepts)."""
-        found = self._plans.get(head)
-        if found is not None:
+        * a union of a few members: the union of the members' plans;
+        * a head·tail split (see :meth:`Automaton.head_split`): the head's plan, then a
+          walk on in the tail from the head's exits only;
+        * anything else: one walk of the vocabulary's trie.
+
+        Exits are found only ``with_exits`` (a mask does not need them, and a state that
+        may end inside a loop would make every node of the loop one).
+        """
+        found = self._plans.get(state)
+        if found is not None and (found.exits is not None or not with_exits):
             return found
-        words = np.zeros(self.words, dtype=np.uint32)
-        exits = walk_kernel.Exits(self.automaton.accepting_flags())
-        self._finish(self._start(head, words, exits), words, exits)
-        trie = self.trie
-        ends = np.array(exits.nodes, dtype=np.int64)
-        lo, hi = trie.child_lo[ends], trie.child_hi[ends]
-        counts = hi - lo
-        seeds = np.repeat(lo - np.cumsum(counts) + counts, counts) + np.arange(counts.sum())
+        automaton = self.automaton
+        exits = walk_kernel.Exits(automaton.accepting_flags()) if with_exits else None
+        ends: np.ndarray | None = None
+        members = automaton.alternatives(state, _MAX_MEMBERS)
+        split = None if members is not None else automaton.head_split(state)
+        if members is not None:
+            plans = [self._plan(member, with_exits) for member in members]
+            words = plans[0].words.copy()
+            for plan in plans[1:]:
+                words |= plan.words
+            if with_exits:
+                ends = np.unique(np.concatenate([plan.exits for plan in plans]))
+        elif split is not None:
+            head, tail = split
+            inner = self._plan(head, True)
+            words = inner.words.copy()
+            if len(inner.seeds):
+                pending = self._walk.seeded(automaton.table, self._loop_arrays(), inner.seeds,
+                                            tail, words, exits)
+                self._finish(pending, words, exits)
+            if exits is not None:
+                ends = np.array(exits.nodes, dtype=np.int64)
+                if automaton.is_accepting(tail):  # the state may end where its head does
+                    ends = np.unique(np.concatenate([ends, inner.exits]))
+        else:
+            words = np.zeros(self.words, dtype=np.uint32)
+            self._finish(self._start(state, words, exits), words, exits)
+            if exits is not None:
+                ends = np.array(exits.nodes, dtype=np.int64)
         words.flags.writeable = False
-        found = self._plans[head] = (words, seeds)
+        seeds = None if ends is None else self._children(ends)
+        found = self._plans[state] = _Plan(words, ends, seeds)
         return found
+
+    def _children(self, nodes: np.ndarray) -> np.ndarray:
+        trie = self.trie
+        lo = trie.child_lo[nodes]
+        counts = trie.child_hi[nodes] - lo
+        return np.repeat(lo - np.cumsum(counts) + counts, counts) + np.arange(counts.sum())
 
     def _start(self, state: int, words: np.ndarray,
                exits: walk_kernel.Exits | None) -> tuple[np.ndarray, np.ndarray]:
@@ -276,7 +298,20 @@ class TokenMasks:
 
 
 _LOW64 = (1 << 64) - 1
-_UNSPLIT = (-1, -1)
+# Unions of at most this many members get their plan from their members' plans; a larger
+# one (an enum of many strings, say) is cheaper walked as a whole.
+_MAX_MEMBERS = 64
+
+
+class _Plan(NamedTuple):
+    """What the compiled walk learnt about one state: the tokens allowed from it
+    (``words``, uint32, read-only, EOS not included); the trie nodes with children after
+    which its language may end (``exits``); and those nodes' children (``seeds``), from
+    where a walk goes on in whatever follows the state."""
+
+    words: np.ndarray
+    exits: np.ndarray | None
+    seeds: np.ndarray | None
 _UNBOUNDED = walk_kernel.UNBOUNDED
 
 

@@ -55,6 +55,9 @@ class TermStore:
         # without being EMPTYSET, see is_live).
         self._boolean_flag: list[bool] = [False, False]
         self._ref_flag: list[bool] = [False, False]  # whether a rule reference occurs inside
+        # Whether a rule reference or a lazy term occurs inside: such a term is a piece of
+        # structure (an object's members, a recursive value); one without is lexical.
+        self._open_flag: list[bool] = [False, False]
         self._ids: dict[tuple[object, ...], int] = {}
         self._seqs: dict[tuple[int, int], int] = {}
         self._derivatives: dict[int, Derivative] = {}
@@ -76,23 +79,26 @@ class TermStore:
         found = self._ids.get(key)
         if found is not None:
             return found
-        flags, refs = self._boolean_flag, self._ref_flag
+        flags, refs, opens = self._boolean_flag, self._ref_flag, self._open_flag
         if kind == _SEQ:
             boolean = flags[args[0]] or flags[args[1]]  # type: ignore[index]
             has_ref = refs[args[0]] or refs[args[1]]  # type: ignore[index]
+            is_open = opens[args[0]] or opens[args[1]]  # type: ignore[index]
         elif kind in (_AND, _NOT, _ALT):
             boolean = kind != _ALT or any(flags[i] for i in args)  # type: ignore[index]
             has_ref = any(refs[i] for i in args)  # type: ignore[index]
+            is_open = any(opens[i] for i in args)  # type: ignore[index]
         elif kind == _REP:
             boolean = flags[args[0]]  # type: ignore[index]
             has_ref = refs[args[0]]  # type: ignore[index]
+            is_open = opens[args[0]]  # type: ignore[index]
         else:
             boolean = False
-            has_ref = kind == _REF
-        return self._append(key, kind, args, nullable, boolean, has_ref)
+            has_ref = is_open = kind == _REF
+        return self._append(key, kind, args, nullable, boolean, has_ref, is_open)
 
     def _append(self, key: tuple[object, ...], kind: int, args: tuple[object, ...],
-                nullable: bool, boolean: bool, has_ref: bool) -> int:
+                nullable: bool, boolean: bool, has_ref: bool, is_open: bool) -> int:
         ident = len(self._kind)
         if ident >= self.max_terms:
             raise ResourceLimitError(
@@ -103,6 +109,7 @@ class TermStore:
         self._nullable.append(nullable)
         self._boolean_flag.append(boolean)
         self._ref_flag.append(has_ref)
+        self._open_flag.append(is_open)
         self._ids[key] = ident
         return ident
 
@@ -233,7 +240,7 @@ class TermStore:
         found = self._ids.get(full_key)
         if found is not None:
             return found
-        ident = self._append(full_key, _LAZY, (key,), nullable, boolean, has_ref)
+        ident = self._append(full_key, _LAZY, (key,), nullable, boolean, has_ref, True)
         self._builders[ident] = build
         if live is not None:
             self._lazy_live[ident] = live
@@ -348,6 +355,16 @@ class TermStore:
         for t in parent:
             self._live[t] = False
         return False
+
+    def is_lexical(self, term: int) -> bool:
+        """Whether no rule reference and no lazy term occurs inside ``term``."""
+        return not self._open_flag[term]
+
+    def alternatives(self, term: int) -> tuple[int, ...]:
+        """The members of a union; ``(term,)`` for any other term."""
+        if self._kind[term] == _ALT:
+            return self._args[term]  # type: ignore[return-value]
+        return (term,)
 
     def head_tail(self, term: int) -> tuple[int, int]:
         """``(head, tail)`` of a concatenation ``head·tail``; ``(term, EPS)`` otherwise."""
