@@ -99,6 +99,7 @@ class Automaton:
         self._configs: list[Config] = [frozenset()]
         self._config_ids: dict[Config, int] = {frozenset(): self.DEAD}
         self._rows = np.full((64, 256), -1, dtype=np.int32)
+        self._steps: dict[tuple[int, int], int] = {}  # single steps of states without a row
         self._rows[self.DEAD] = self.DEAD
         self._accepting = np.zeros(64, dtype=bool)
         start_rule = self._rule_index[grammar.start]
@@ -293,8 +294,10 @@ class Automaton:
         self._accepting[ident] = any(self._stack_can_end_flags[s] for s in config)
         return ident
 
-    def _stack_pieces(self, stack: Stack, out: list[tuple[int, Stack]]) -> None:
-        """Append ``(byte set, next stack)`` for every byte the stack can consume next.
+    def _stack_pieces(self, stack: Stack, out: list[tuple[int, Stack]],
+                      byte: int | None = None) -> None:
+        """Append ``(byte set, next stack)`` for every byte the stack can consume next
+        (for ``byte`` only, when given: then every byte set is that byte's).
 
         A worklist, not recursion: popping through many finished frames or pushing through
         nested rules must not depend on Python's recursion limit.
@@ -307,7 +310,11 @@ class Automaton:
             if stack == EMPTY_STACK:
                 continue
             top, rest = frames[stack]
-            pieces, refs = self.terms.derivative(top)
+            if byte is None:
+                pieces, refs = self.terms.derivative(top)
+            else:
+                nxt, refs = self.terms.derivative_byte(top, byte)
+                pieces = [(1 << byte, nxt)] if nxt != EMPTYSET else []
             for bits, nxt in pieces:
                 out.append((bits, self._push(rest, nxt)))
             followers = []
@@ -424,14 +431,36 @@ class Automaton:
         return int(self.row(state)[byte])
 
     def step_bytes(self, state: int, data: bytes) -> int:
-        """The state after all of ``data``, or ``DEAD`` as soon as a byte is rejected."""
+        """The state after all of ``data``, or ``DEAD`` as soon as a byte is rejected.
+
+        A state whose row is not built is left by that byte alone (see
+        :meth:`TermStore.derivative_byte`), without building its row: a matcher following
+        a token passes through states nothing else needs the rows of.
+        """
+        rows, steps = self._rows, self._steps
         for byte in data:
-            row = self._rows[state]
-            nxt = row[byte] if row[0] >= 0 else self.row(state)[byte]
-            state = int(nxt)
+            if rows[state, 0] >= 0:
+                state = int(rows[state, byte])
+            else:
+                found = steps.get((state, byte))
+                if found is None:
+                    found = self._step(state, byte)
+                state = found
+                rows = self._rows  # building may have grown the table
             if state == self.DEAD:
                 return state
         return state
+
+    def _step(self, state: int, byte: int) -> int:
+        _ensure_recursion_limit()
+        with self._lock:
+            pieces: list[tuple[int, Stack]] = []
+            for stack in self._configs[state]:
+                self._stack_pieces(stack, pieces, byte)
+            stacks = frozenset(stack for _, stack in pieces) - {DEAD_STACK}
+            target = self._intern(stacks) if stacks else self.DEAD
+            self._steps[(state, byte)] = target
+            return target
 
     def is_accepting(self, state: int) -> bool:
         """Whether the input may end in ``state``."""

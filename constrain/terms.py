@@ -61,6 +61,7 @@ class TermStore:
         self._ids: dict[tuple[object, ...], int] = {}
         self._seqs: dict[tuple[int, int], int] = {}
         self._derivatives: dict[int, Derivative] = {}
+        self._byte_derivatives: dict[tuple[int, int], tuple[int, dict[int, int]]] = {}
         self._live: dict[int, bool] = {EMPTYSET: False, EPS: True}
         self._single_chars: dict[int, tuple[int, bool]] = {}
         self._builders: dict[int, Callable[[], int]] = {}
@@ -496,6 +497,63 @@ class TermStore:
                 out.append((ALL_BYTES & ~covered, self.complement(EMPTYSET)))
             return out, {}
         raise AssertionError(f"unknown term kind {kind}")  # pragma: no cover
+
+    def derivative_byte(self, term: int, byte: int) -> tuple[int, dict[int, int]]:
+        """``(successor, refs)``: the part of :meth:`derivative` for one byte (the same
+        successor term its pieces give that byte, ``EMPTYSET`` if none), and the same refs.
+
+        Following one byte only builds the successor that byte needs, where a derivative
+        builds every piece's: a matcher stepping through a token it was allowed needs only
+        those (memoized per term and byte).
+        """
+        key = (term, byte)
+        found = self._byte_derivatives.get(key)
+        if found is None:
+            found = self._byte_derivatives[key] = self._derive_byte(term, byte)
+        return found
+
+    def _derive_byte(self, term: int, byte: int) -> tuple[int, dict[int, int]]:
+        kind = self._kind[term]
+        args = self._args[term]
+        if kind in (_EMPTYSET, _EPS):
+            return EMPTYSET, {}
+        if kind == _BYTES:
+            return (EPS if args[0] >> byte & 1 else EMPTYSET), {}  # type: ignore[operator]
+        if kind == _REF:
+            return EMPTYSET, {args[0]: EPS}  # type: ignore[dict-item]
+        if kind == _LAZY:
+            return self.derivative_byte(self.force(term), byte)
+        if kind == _SEQ:
+            head, tail = args
+            nxt, refs = self.derivative_byte(head, byte)  # type: ignore[arg-type]
+            out = self.seq(nxt, tail)  # type: ignore[arg-type]
+            out_refs = {r: self.seq(n, tail) for r, n in refs.items()}  # type: ignore[arg-type]
+            if self._nullable[head]:  # type: ignore[index]
+                tail_nxt, tail_refs = self.derivative_byte(tail, byte)  # type: ignore[arg-type]
+                out = self.alt([out, tail_nxt])
+                for r, n in tail_refs.items():
+                    out_refs[r] = self.alt([out_refs[r], n]) if r in out_refs else n
+            return out, out_refs
+        if kind == _ALT:
+            parts = [self.derivative_byte(i, byte) for i in args]  # type: ignore[arg-type]
+            merged_refs: dict[int, int] = {}
+            for _, refs in parts:
+                for r, n in refs.items():
+                    merged_refs[r] = self.alt([merged_refs[r], n]) if r in merged_refs else n
+            return self.alt([n for n, _ in parts]), merged_refs
+        if kind == _REP:
+            item, lo, hi = args
+            nxt, refs = self.derivative_byte(item, byte)  # type: ignore[arg-type]
+            if nxt == EMPTYSET and not refs:
+                return EMPTYSET, {}
+            rest = self.repeat(item, max(lo - 1, 0), None if hi is None else hi - 1)  # type: ignore
+            return self.seq(nxt, rest), {r: self.seq(n, rest) for r, n in refs.items()}
+        # Intersections and complements: their derivative's piece for this byte.
+        bit = 1 << byte
+        for bits, nxt in self.derivative(term)[0]:
+            if bits & bit:
+                return nxt, {}
+        return EMPTYSET, {}
 
     def show(self, term: int) -> str:
         """A compact human-readable rendering, for debugging and error messages."""

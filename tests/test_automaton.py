@@ -937,3 +937,41 @@ def test_liveness_of_a_long_sequence_before_an_intersection() -> None:
                                                                               literal("b"))),
                                         literal("y"))))
     assert dead.row(dead.start)[ord("x")] == Automaton.DEAD  # no step into the empty branch
+
+
+STEP_SCHEMAS = [
+    {"type": "object", "properties": {"a": {"type": "integer"}, "bb": {"type": "string"}},
+     "required": ["a"]},
+    {"$defs": {"t": {"type": "array", "items": {"anyOf": [{"$ref": "#/$defs/t"},
+                                                          {"type": "boolean"}]}}},
+     "$ref": "#/$defs/t"},
+    {"type": "string", "pattern": "^[a-c]+x?$", "maxLength": 4},
+    {"not": {"type": "string", "enum": ["ab", "abc"]}},
+]
+
+
+@pytest.mark.parametrize("schema", STEP_SCHEMAS, ids=["object", "recursive", "pattern", "not"])
+def test_single_byte_steps_reach_the_rows_states(schema: dict) -> None:
+    """Leaving a state by one byte without building its row reaches the very state (the
+    same number) its row would give, for every byte: so a matcher following tokens and a
+    mask walk agree on states and share what they learn."""
+    from constrain import Vocabulary, compile_json_schema
+
+    vocab = Vocabulary.from_token_bytes([bytes([b]) for b in range(256)] + [None],
+                                        eos_token_ids=[256])
+    stepped = compile_json_schema(schema, vocab).automaton
+    rng = random.Random(7)
+    frontier = [stepped.start]
+    seen = set(frontier)
+    checked = 0
+    while frontier and checked < 300:
+        state = frontier.pop()
+        steps = [stepped._step(state, b) for b in range(256)]
+        assert steps == stepped.row(state).tolist(), state
+        checked += 1
+        live = sorted(set(steps) - {Automaton.DEAD})
+        for nxt in rng.sample(live, k=min(3, len(live))):
+            if nxt not in seen:
+                seen.add(nxt)
+                frontier.append(nxt)
+    assert checked > 10
