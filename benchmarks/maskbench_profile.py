@@ -8,6 +8,7 @@ side-by-side run to see whether an engine change helped: no anchor shares the ma
 
     python -m benchmarks.maskbench_profile --sample 4             # 84 schemas
     python -m benchmarks.maskbench_profile --sample 4 --profile tottime
+    python -m benchmarks.maskbench_profile --only Github_ultra/o65424 Kubernetes/kb_661_Normalized
 """
 
 from __future__ import annotations
@@ -64,6 +65,8 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--profile", metavar="SORT", help="cProfile sort key (tottime, cumtime)")
     parser.add_argument("--top", type=int, default=8, help="costliest schemas to list")
     parser.add_argument("--budget", type=float, default=20.0, help="CPU seconds per schema")
+    parser.add_argument("--only", nargs="+", metavar="SUBSET/NAME",
+                        help="these schemas instead of a sample (e.g. Github_ultra/o65424)")
     args = parser.parse_args(argv)
     if not DATA.is_dir():
         parser.error(f"MaskBench data not found at {DATA}")
@@ -74,7 +77,9 @@ def main(argv: list[str] | None = None) -> int:
         warnings.simplefilter("ignore")
         if profiler:
             profiler.enable()
-        for path in schema_paths(sample=args.sample, seed=args.seed):
+        paths = ([DATA / f"{name}.json" for name in args.only] if args.only
+                 else schema_paths(sample=args.sample, seed=args.seed))
+        for path in paths:
             results.append(_check_within(engine, path, args.budget))
         if profiler:
             profiler.disable()

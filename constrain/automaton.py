@@ -42,6 +42,7 @@ DEAD_STACK = -1  # a stack with a dead frame: dropped
 # Code points per UTF-8 length; surrogates are excluded by the caller.
 _UTF8_BANDS = ((0, 0x7F), (0x80, 0x7FF), (0x800, 0xFFFF), (0x10000, 0x10FFFF))
 _MAX_STACKS_PER_STEP = 100_000
+_MEMBER_LIVENESS_BUDGET = 2_000
 
 
 @dataclass(frozen=True)
@@ -514,8 +515,13 @@ class Automaton:
             members = self.terms.alternatives(top)
             if not 1 < len(members) <= limit:
                 return None
-            stacks = {self._push(rest, member) for member in members} - {DEAD_STACK}
-            return [self._intern(frozenset((s,))) for s in stacks]
+            # Members whose emptiness is hard to decide stay together: walked alone, they
+            # ask the automaton much harder questions than their union does.
+            live = [self.terms.is_live_within(m, _MEMBER_LIVENESS_BUDGET) for m in members]
+            if None in live:
+                return None
+            stacks = {self._push(rest, m) for m, ok in zip(members, live) if ok}
+            return [self._intern(frozenset((s,))) for s in stacks - {DEAD_STACK}]
 
     def head_split(self, state: int) -> tuple[int, int] | None:
         """``(head, tail)`` states whose concatenation is ``state``'s language, so that every

@@ -286,9 +286,10 @@ class TermStore:
             return True
         kind = self._kind[term]
         if kind == _LAZY:
-            live = self._lazy_live.pop(term, None)
+            live = self._lazy_live.get(term)
             result = live() if live is not None else self.is_live(self.force(term))
             self._live[term] = result
+            self._lazy_live.pop(term, None)
             return result
         if kind in (_SEQ, _ALT, _REP):
             # Decided by the parts: the searches then run on the intersections and
@@ -356,6 +357,23 @@ class TermStore:
         for t in parent:
             self._live[t] = False
         return False
+
+    def is_live_within(self, term: int, budget: int) -> bool | None:
+        """:meth:`is_live`, or ``None`` when deciding it would explore more than ``budget``
+        terms (what was learnt on the way is kept)."""
+        if not self._boolean_flag[term]:
+            return True
+        known = self._live.get(term)
+        if known is not None:
+            return known
+        limit = self.max_liveness_search
+        self.max_liveness_search = min(limit, budget)
+        try:
+            return self.is_live(term)
+        except ResourceLimitError:
+            return None
+        finally:
+            self.max_liveness_search = limit
 
     def is_lexical(self, term: int) -> bool:
         """Whether no rule reference and no lazy term occurs inside ``term``."""

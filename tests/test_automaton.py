@@ -975,3 +975,21 @@ def test_single_byte_steps_reach_the_rows_states(schema: dict) -> None:
                 seen.add(nxt)
                 frontier.append(nxt)
     assert checked > 10
+
+
+def test_bounded_emptiness_check_gives_up_without_forgetting() -> None:
+    """``is_live_within`` answers None past its budget and leaves no wrong verdict behind:
+    the unbounded check still finds the answer afterwards (a long witness: 40 a's)."""
+    from constrain.terms import TermStore
+
+    store = TermStore()
+    a = store.byte_set([ord("a")])
+    at_least_40 = store.repeat(a, 40, None)
+    at_most_50 = store.repeat(a, 0, 50)
+    both = store.intersect([at_least_40, at_most_50])  # a{40,50}: live, found deep
+    disjoint = store.intersect([at_least_40, store.repeat(a, 0, 39)])  # empty
+    assert store.is_live_within(both, 10) is None
+    assert store.is_live_within(disjoint, 10) is None
+    assert store.is_live(both) is True and store.is_live(disjoint) is False
+    assert store.is_live_within(both, 10) is True  # now known
+    assert store.is_live_within(a, 0) is True  # no intersection inside: never searched
