@@ -496,14 +496,20 @@ class Automaton:
     def alternatives(self, state: int, limit: int) -> list[int] | None:
         """States whose languages' union is ``state``'s: one per candidate stack, or one
         per member of a union on top of the only stack. ``None`` when there are fewer
-        than two or more than ``limit``.
+        than two or more than ``limit``, or when the members are lexical (see
+        :meth:`head_split`): alternatives of a regex, a choice set or an enum share their
+        prefixes and are cheaper walked together.
 
-        A member recurs in many unions (the keys still allowed in objects that have
-        written different members so far, the branches of an ``anyOf`` alive after
-        different prefixes), so what is learnt about it is shared.
+        A member with structure recurs in many unions (the keys still allowed in objects
+        that have written different members so far, the branches of an ``anyOf`` alive
+        after different prefixes), so what is learnt about it is shared.
         """
         config = self._configs[state]
         if len(config) > limit:
+            return None
+        t, frames = self.terms, self._stack_frames
+        if all(s == EMPTY_STACK or (t.is_lexical(frames[s][0]) and frames[s][1] == EMPTY_STACK)
+               for s in config):
             return None
         with self._lock:
             if len(config) > 1:
@@ -513,7 +519,7 @@ class Automaton:
                 return None
             top, rest = self._stack_frames[stack]
             members = self.terms.alternatives(top)
-            if not 1 < len(members) <= limit:
+            if not 1 < len(members) <= limit or t.is_lexical(top):
                 return None
             # Members whose emptiness is hard to decide stay together: walked alone, they
             # ask the automaton much harder questions than their union does.
@@ -543,6 +549,8 @@ class Automaton:
             return None
         top, rest = self._stack_frames[stack]
         t = self.terms
+        if rest == EMPTY_STACK and t.is_lexical(top):
+            return None  # all head (a regex's states, say)
         items: list[int] = []
         can_be_empty = True
         tail = top
