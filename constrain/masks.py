@@ -2,9 +2,18 @@
 
 The layout is the one vLLM, SGLang and xgrammar use: token ``t`` is allowed iff bit
 ``t % 32`` of word ``t // 32`` is set. A mask is computed once per automaton state by
-walking the vocabulary's :class:`~constrain.token_trie.TokenTrie` level by level with numpy
-(no Python loop over tokens), then memoized, so the per-token cost of a state seen before is
-one dictionary lookup and a row copy.
+walking the vocabulary's :class:`~constrain.token_trie.TokenTrie` (compiled with numba
+when installed, else level by level with numpy; no Python loop over tokens), then
+memoized, so the per-token cost of a state seen before is one dictionary lookup and a row
+copy.
+
+The compiled walk builds a state's mask from smaller states' *plans* where it can: a state
+whose top frame is ``head·tail`` takes the tokens inside its head from the head's plan
+(walked once, and shared by every state with that head: the same key in objects that have
+written different members, the same member under different callers) and walks on only from
+the trie nodes where the head may end; a union with structure in its members is the union
+of its members' plans. Without that, each such state would walk its head again, building
+automaton rows for every pairing of a position inside the head with what follows it.
 
 >>> from constrain.automaton import Automaton
 >>> from constrain.grammar import Grammar, literal, alt
