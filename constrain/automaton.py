@@ -24,6 +24,7 @@ import sys
 import threading
 from collections.abc import Callable
 from dataclasses import dataclass
+from typing import NamedTuple
 
 import numpy as np
 
@@ -32,7 +33,7 @@ from .errors import GrammarError, ResourceLimitError
 from .terms import EMPTYSET, EPS, TermStore
 from .utf8 import utf8_byte_ranges
 
-__all__ = ["Automaton", "AutomatonOptions"]
+__all__ = ["Automaton", "AutomatonOptions", "HeadSplit"]
 
 Stack = int  # an id into Automaton._stack_frames; 0 is the empty stack
 Config = frozenset[Stack]
@@ -43,6 +44,15 @@ DEAD_STACK = -1  # a stack with a dead frame: dropped
 _UTF8_BANDS = ((0, 0x7F), (0x80, 0x7FF), (0x800, 0xFFFF), (0x10000, 0x10FFFF))
 _MAX_STACKS_PER_STEP = 100_000
 _MEMBER_LIVENESS_BUDGET = 2_000
+
+
+class HeadSplit(NamedTuple):
+    """See :meth:`Automaton.head_split`: the head's state, whether the tail may match the
+    empty string (then the state may end where its head does), and the tail's state."""
+
+    head: int
+    tail_can_end: bool
+    tail_state: Callable[[], int]
 
 
 @dataclass(frozen=True)
@@ -529,9 +539,10 @@ class Automaton:
             stacks = {self._push(rest, m) for m, ok in zip(members, live) if ok}
             return [self._intern(frozenset((s,))) for s in stacks - {DEAD_STACK}]
 
-    def head_split(self, state: int) -> tuple[int, int] | None:
-        """``(head, tail)`` states whose concatenation is ``state``'s language, so that every
-        token either stays inside the head or finishes it and goes on in the tail.
+    def head_split(self, state: int) -> HeadSplit | None:
+        """A head state and a tail (made on request) whose concatenation is ``state``'s
+        language, so that every token either stays inside the head or finishes it and goes
+        on in the tail.
 
         The head is the lexical start of the top frame (no rule reference, no lazy term:
         a key and its colon, a string value, whitespace and commas), up to the first piece
@@ -568,10 +579,19 @@ class Automaton:
             return None
         with self._lock:
             head_stack = self._push(EMPTY_STACK, t.seq_all(items))
-            tail_stack = rest if tail == EPS else self._push(rest, tail)
-            if DEAD_STACK in (head_stack, tail_stack):
+            if head_stack == DEAD_STACK:
                 return None
-            return self._intern(frozenset((head_stack,))), self._intern(frozenset((tail_stack,)))
+            head = self._intern(frozenset((head_stack,)))
+        tail_can_end = t.nullable(tail) and self._stack_can_end_flags[rest]
+
+        def tail_state() -> int:
+            # Made only when some token goes past the head: making it builds a lazy tail
+            # (an object's next members, say) that nothing else may ever need.
+            with self._lock:
+                tail_stack = rest if tail == EPS else self._push(rest, tail)
+                return self._intern(frozenset((tail_stack,)) - {DEAD_STACK})
+
+        return HeadSplit(head, tail_can_end, tail_state)
 
     def forced_bytes(self, state: int, limit: int = 4096) -> bytes:
         """The bytes every continuation from ``state`` starts with (for jump-forward)."""

@@ -132,16 +132,15 @@ class TokenMasks:
             if with_exits:
                 ends = np.unique(np.concatenate([plan.exits for plan in plans]))
         elif split is not None:
-            head, tail = split
-            inner = self._plan(head, True)
+            inner = self._plan(split.head, True)
             words = inner.words.copy()
             if len(inner.seeds):
                 pending = self._walk.seeded(automaton.table, self._loop_arrays(), inner.seeds,
-                                            tail, words, exits)
+                                            split.tail_state(), words, exits)
                 self._finish(pending, words, exits)
             if exits is not None:
                 ends = np.array(exits.nodes, dtype=np.int64)
-                if automaton.is_accepting(tail):  # the state may end where its head does
+                if split.tail_can_end:  # the state may end where its head does
                     ends = np.unique(np.concatenate([ends, inner.exits]))
         else:
             words = np.zeros(self.words, dtype=np.uint32)
