@@ -135,8 +135,10 @@ class TokenMasks:
             inner = self._plan(split.head, True)
             words = inner.words.copy()
             if len(inner.seeds):
+                tail = split.tail_state()
+                self._sync(exits)
                 pending = self._walk.seeded(automaton.table, self._loop_arrays(), inner.seeds,
-                                            split.tail_state(), words, exits)
+                                            tail, words, exits)
                 self._finish(pending, words, exits)
             if exits is not None:
                 ends = np.array(exits.nodes, dtype=np.int64)
@@ -161,7 +163,15 @@ class TokenMasks:
     def _start(self, state: int, words: np.ndarray,
                exits: walk_kernel.Exits | None) -> tuple[np.ndarray, np.ndarray]:
         self._ensure_loop_info(np.array([state]))  # the walk skips the state's own loop
+        self._sync(exits)
         return self._walk.start(self.automaton.table, self._loop_arrays(), state, words, exits)
+
+    def _sync(self, exits: walk_kernel.Exits | None) -> None:
+        """Make the per-state arrays the kernel reads cover every state built so far (it
+        indexes them without bounds checks, and building states grows and replaces them)."""
+        self._ensure_loop_capacity(self.automaton.num_states)
+        if exits is not None:
+            exits.accepting = self.automaton.accepting_flags()
 
     def _finish(self, pending: tuple[np.ndarray, np.ndarray], words: np.ndarray,
                 exits: walk_kernel.Exits | None) -> None:
@@ -170,9 +180,7 @@ class TokenMasks:
         nodes, states = pending
         while len(nodes):
             self._prepare_pending(nodes, states)
-            self._ensure_loop_capacity(automaton.num_states)
-            if exits is not None:
-                exits.accepting = automaton.accepting_flags()
+            self._sync(exits)
             nodes, states = self._walk.resume(automaton.table, self._loop_arrays(), len(nodes),
                                               words, exits)
 

@@ -155,6 +155,10 @@ class TrieWalk:
                 buffers[2], buffers[3], buffers[0], buffers[1]
             )
         stack_nodes, stack_states, pending_nodes, pending_states, exit_nodes = buffers
+        # The kernel does not check bounds: a stale row table would be read outside (a
+        # crash, not an error), so the states it starts from are checked here.
+        if state >= len(rows) or (count and int(stack_states[:count].max()) >= len(rows)):
+            raise IndexError("trie walk started from a state the row table does not hold")
         if exits is None:
             accepting, n_exits = _NO_ACCEPTING, -1
         else:
