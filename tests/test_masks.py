@@ -324,3 +324,20 @@ def test_head_plans_give_the_walks_masks(schema: dict[str, Any], qwen_vocab: Voc
     # went on past a head's end into its tail.
     assert len(split._plans) > len(split._masks)
     assert any(plan.seeds is not None and len(plan.seeds) for plan in split._plans.values())
+
+
+def test_kernel_refuses_a_state_outside_the_row_table() -> None:
+    """The compiled walk indexes without bounds checks; started from a state its table
+    does not hold (a table fetched before the state was built), it raises, not crashes."""
+    if not walk_kernel.available():
+        pytest.skip("numba not installed")
+    vocab = Vocabulary.from_token_bytes([b"a", b"ab", b"b", None], eos_token_ids=[3])
+    automaton = automaton_for("(ab)*")
+    masks = TokenMasks(automaton, vocab, use_compiled=True)
+    masks.mask(automaton.start)
+    words = np.zeros(mask_words(vocab.size), dtype=np.uint32)
+    beyond = len(automaton.table)
+    with pytest.raises(IndexError):
+        masks._walk.seeded(automaton.table, masks._loop_arrays(), np.array([0]), beyond, words)
+    with pytest.raises(IndexError):
+        masks._walk.start(automaton.table, masks._loop_arrays(), beyond, words)
