@@ -22,7 +22,7 @@ from __future__ import annotations
 
 import sys
 import threading
-from collections.abc import Callable
+from collections.abc import Callable, Iterable
 from dataclasses import dataclass
 from typing import NamedTuple
 
@@ -36,7 +36,9 @@ from .utf8 import utf8_byte_ranges
 __all__ = ["Automaton", "AutomatonOptions", "HeadSplit"]
 
 Stack = int  # an id into Automaton._stack_frames; 0 is the empty stack
-Config = frozenset[Stack]
+# A configuration: its stacks, ascending, none of them dead (a tuple of ints, which the
+# garbage collector stops tracking, where a frozenset is walked by every full collection).
+Config = tuple[Stack, ...]
 EMPTY_STACK = 0
 DEAD_STACK = -1  # a stack with a dead frame: dropped
 
@@ -107,15 +109,15 @@ class Automaton:
         self._stack_frames: list[tuple[int, int]] = [(EPS, EMPTY_STACK)]
         self._stack_ids: dict[tuple[int, int], int] = {}
         self._stack_can_end_flags: list[bool] = [True]
-        self._configs: list[Config] = [frozenset()]
-        self._config_ids: dict[Config, int] = {frozenset(): self.DEAD}
+        self._configs: list[Config] = [()]
+        self._config_ids: dict[Config, int] = {(): self.DEAD}
         self._rows = np.full((64, 256), -1, dtype=np.int32)
         self._steps: dict[tuple[int, int], int] = {}  # single steps of states without a row
         self._rows[self.DEAD] = self.DEAD
         self._accepting = np.zeros(64, dtype=bool)
         start_rule = self._rule_index[grammar.start]
         self.start = self._intern(
-            frozenset({self._push(EMPTY_STACK, self.rule_terms[start_rule])}) - {DEAD_STACK}
+            _config((self._push(EMPTY_STACK, self.rule_terms[start_rule]),))
         )
 
     # -- IR conversion -----------------------------------------------------------------
@@ -248,7 +250,7 @@ class Automaton:
         # A rule that can reach itself without consuming a byte would push frames forever.
         first: dict[int, set[int]] = {}
         for i, term in enumerate(self.rule_terms):
-            first[i] = set(self.terms.derivative(term)[1])
+            first[i] = {rule for rule, _ in self.terms.derivative(term)[1]}
         names = list(self.grammar.rules)
         for i in first:
             seen: set[int] = set()
@@ -329,7 +331,7 @@ class Automaton:
             for bits, nxt in pieces:
                 out.append((bits, self._push(rest, nxt)))
             followers = []
-            for rule, nxt in refs.items():
+            for rule, nxt in refs:
                 # A call in tail position leaves nothing to return to (tail-call
                 # elimination), so right recursion does not grow the stack.
                 caller = self._push(rest, nxt)
@@ -363,10 +365,10 @@ class Automaton:
             if _disjoint(pieces):  # the common case: one frame's derivative, no merging
                 for bits, stack in pieces:
                     if stack != DEAD_STACK:
-                        _set_row(row, bits, self._intern(frozenset((stack,))))
+                        _set_row(row, bits, self._intern((stack,)))
             else:
                 for bits, members in _partition(pieces):
-                    _set_row(row, bits, self._intern(frozenset(members)))
+                    _set_row(row, bits, self._intern(_config(members)))
             self._rows[state] = row
 
     def _byte_run_row(self, state: int) -> np.ndarray | None:
@@ -398,10 +400,10 @@ class Automaton:
             base = self._push(rest, tail)
             if base == DEAD_STACK:
                 return None
-            row = self.row(self._intern(frozenset((base,)))).copy()
+            row = self.row(self._intern((base,))).copy()
             if row[positions].any():
                 return None
-        row[positions] = self.DEAD if after == DEAD_STACK else self._intern(frozenset((after,)))
+        row[positions] = self.DEAD if after == DEAD_STACK else self._intern((after,))
         return row
 
     # -- public queries ----------------------------------------------------------------
@@ -468,7 +470,7 @@ class Automaton:
             pieces: list[tuple[int, Stack]] = []
             for stack in self._configs[state]:
                 self._stack_pieces(stack, pieces, byte)
-            stacks = frozenset(stack for _, stack in pieces) - {DEAD_STACK}
+            stacks = _config(stack for _, stack in pieces)
             target = self._intern(stacks) if stacks else self.DEAD
             self._steps[(state, byte)] = target
             return target
@@ -523,7 +525,7 @@ class Automaton:
             return None
         with self._lock:
             if len(config) > 1:
-                return [self._intern(frozenset((stack,))) for stack in config]
+                return [self._intern((stack,)) for stack in config]
             (stack,) = config
             if stack == EMPTY_STACK:
                 return None
@@ -537,7 +539,7 @@ class Automaton:
             if None in live:
                 return None
             stacks = {self._push(rest, m) for m, ok in zip(members, live) if ok}
-            return [self._intern(frozenset((s,))) for s in stacks - {DEAD_STACK}]
+            return [self._intern((s,)) for s in stacks - {DEAD_STACK}]
 
     def head_split(self, state: int) -> HeadSplit | None:
         """A head state and a tail (made on request) whose concatenation is ``state``'s
@@ -581,7 +583,7 @@ class Automaton:
             head_stack = self._push(EMPTY_STACK, t.seq_all(items))
             if head_stack == DEAD_STACK:
                 return None
-            head = self._intern(frozenset((head_stack,)))
+            head = self._intern((head_stack,))
         tail_can_end = t.nullable(tail) and self._stack_can_end_flags[rest]
 
         def tail_state() -> int:
@@ -589,7 +591,7 @@ class Automaton:
             # (an object's next members, say) that nothing else may ever need.
             with self._lock:
                 tail_stack = rest if tail == EPS else self._push(rest, tail)
-                return self._intern(frozenset((tail_stack,)) - {DEAD_STACK})
+                return self._intern(_config((tail_stack,)))
 
         return HeadSplit(head, tail_can_end, tail_state)
 
@@ -604,6 +606,11 @@ class Automaton:
             out.append(int(live[0]))
             state = int(row[live[0]])
         return bytes(out)
+
+
+def _config(stacks: Iterable[Stack]) -> Config:
+    """The configuration of ``stacks`` (dead ones dropped)."""
+    return tuple(sorted(set(stacks) - {DEAD_STACK}))
 
 
 def _partition(pieces: list[tuple[int, Stack]]) -> list[tuple[int, set[Stack]]]:

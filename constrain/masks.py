@@ -188,8 +188,14 @@ class TokenMasks:
         """Build what the kernel stopped at: the rows of pending states, and whether their
         successors loop (the kernel resumes from the same nodes afterwards)."""
         table = self.automaton.rows_for(states)
-        successors = table[states, self.trie.byte[nodes]]
-        self._ensure_loop_info(successors[successors != Automaton.DEAD])
+        trie = self.trie
+        successors = table[states, trie.byte[nodes]]
+        # The kernel asks a successor's loop only at a character boundary above a big
+        # subtree (see ``_walk``); elsewhere learning it would build rows nothing reads.
+        asked = ((successors != Automaton.DEAD)
+                 & (trie.utf8_state[nodes] == UTF8_BOUNDARY)
+                 & (trie.end[nodes] - trie.start[nodes] > walk_kernel.SMALL_SUBTREE))
+        self._ensure_loop_info(successors[asked])
 
     def _walk_levels(self, state: int) -> np.ndarray:
         """The same walk level by level in numpy: one vectorized step per trie depth.

@@ -21,6 +21,7 @@ instead of unrolling, and intersection and complement directly, so ``(a|b)*a(a|b
 from __future__ import annotations
 
 from collections.abc import Callable, Iterable
+from typing import Any
 
 from .errors import ResourceLimitError
 from .utf8 import UTF8_MULTIBYTE_EDGES
@@ -36,8 +37,10 @@ EMPTYSET = 0
 EPS = 1
 ALL_BYTES = (1 << 256) - 1
 
-Pieces = list[tuple[int, int]]
-Derivative = tuple[Pieces, dict[int, int]]
+Pieces = list[tuple[int, int]] | tuple[tuple[int, int], ...]
+# For each rule reference that may come first: (rule, successor after the rule's text).
+Refs = tuple[tuple[int, int], ...]
+Derivative = tuple[Pieces, Refs]
 
 
 class TermStore:
@@ -61,7 +64,7 @@ class TermStore:
         self._ids: dict[tuple[object, ...], int] = {}
         self._seqs: dict[tuple[int, int], int] = {}
         self._derivatives: dict[int, Derivative] = {}
-        self._byte_derivatives: dict[tuple[int, int], tuple[int, dict[int, int]]] = {}
+        self._byte_derivatives: dict[tuple[int, int], tuple[int, Refs]] = {}
         self._live: dict[int, bool] = {EMPTYSET: False, EPS: True}
         self._single_chars: dict[int, tuple[int, bool]] = {}
         self._builders: dict[int, Callable[[], int]] = {}
@@ -455,8 +458,7 @@ class TermStore:
         reference that may come first, the successor after that rule's text."""
         found = self._derivatives.get(term)
         if found is None:
-            found = self._derive(term)
-            self._derivatives[term] = found
+            found = self._derivatives[term] = _frozen(self._derive(term))
         return found
 
     def _derive(self, term: int) -> Derivative:
@@ -474,18 +476,18 @@ class TermStore:
             head, tail = args
             pieces, refs = self.derivative(head)  # type: ignore[arg-type]
             out = [(bits, self.seq(nxt, tail)) for bits, nxt in pieces]  # type: ignore[arg-type]
-            out_refs = {r: self.seq(nxt, tail) for r, nxt in refs.items()}  # type: ignore[arg-type]
+            out_refs = {r: self.seq(nxt, tail) for r, nxt in refs}  # type: ignore[arg-type]
             if self._nullable[head]:  # type: ignore[index]
                 tail_pieces, tail_refs = self.derivative(tail)  # type: ignore[arg-type]
                 out = union_pieces(self, [out, tail_pieces])
-                for r, nxt in tail_refs.items():
+                for r, nxt in tail_refs:
                     out_refs[r] = self.alt([out_refs[r], nxt]) if r in out_refs else nxt
             return out, out_refs
         if kind == _ALT:
             parts = [self.derivative(i) for i in args]  # type: ignore[arg-type]
             merged_refs: dict[int, int] = {}
             for _, refs in parts:
-                for r, nxt in refs.items():
+                for r, nxt in refs:
                     merged_refs[r] = self.alt([merged_refs[r], nxt]) if r in merged_refs else nxt
             return union_pieces(self, [p for p, _ in parts]), merged_refs
         if kind == _REP:
@@ -494,7 +496,7 @@ class TermStore:
             pieces, refs = self.derivative(item)  # type: ignore[arg-type]
             return (
                 [(bits, self.seq(nxt, rest)) for bits, nxt in pieces],
-                {r: self.seq(nxt, rest) for r, nxt in refs.items()},
+                {r: self.seq(nxt, rest) for r, nxt in refs},
             )
         if kind == _AND:
             result: Pieces = [(ALL_BYTES, -1)]
@@ -516,7 +518,7 @@ class TermStore:
             return out, {}
         raise AssertionError(f"unknown term kind {kind}")  # pragma: no cover
 
-    def derivative_byte(self, term: int, byte: int) -> tuple[int, dict[int, int]]:
+    def derivative_byte(self, term: int, byte: int) -> tuple[int, Refs]:
         """``(successor, refs)``: the part of :meth:`derivative` for one byte (the same
         successor term its pieces give that byte, ``EMPTYSET`` if none), and the same refs.
 
@@ -527,10 +529,13 @@ class TermStore:
         key = (term, byte)
         found = self._byte_derivatives.get(key)
         if found is None:
-            found = self._byte_derivatives[key] = self._derive_byte(term, byte)
+            nxt, refs = self._derive_byte(term, byte)
+            found = self._byte_derivatives[key] = (
+                nxt, refs if type(refs) is tuple else tuple(refs.items()),  # type: ignore[union-attr]
+            )
         return found
 
-    def _derive_byte(self, term: int, byte: int) -> tuple[int, dict[int, int]]:
+    def _derive_byte(self, term: int, byte: int) -> tuple[int, dict[int, int] | Refs]:
         kind = self._kind[term]
         args = self._args[term]
         if kind in (_EMPTYSET, _EPS):
@@ -545,18 +550,18 @@ class TermStore:
             head, tail = args
             nxt, refs = self.derivative_byte(head, byte)  # type: ignore[arg-type]
             out = self.seq(nxt, tail)  # type: ignore[arg-type]
-            out_refs = {r: self.seq(n, tail) for r, n in refs.items()}  # type: ignore[arg-type]
+            out_refs = {r: self.seq(n, tail) for r, n in refs}  # type: ignore[arg-type]
             if self._nullable[head]:  # type: ignore[index]
                 tail_nxt, tail_refs = self.derivative_byte(tail, byte)  # type: ignore[arg-type]
                 out = self.alt([out, tail_nxt])
-                for r, n in tail_refs.items():
+                for r, n in tail_refs:
                     out_refs[r] = self.alt([out_refs[r], n]) if r in out_refs else n
             return out, out_refs
         if kind == _ALT:
             parts = [self.derivative_byte(i, byte) for i in args]  # type: ignore[arg-type]
             merged_refs: dict[int, int] = {}
             for _, refs in parts:
-                for r, n in refs.items():
+                for r, n in refs:
                     merged_refs[r] = self.alt([merged_refs[r], n]) if r in merged_refs else n
             return self.alt([n for n, _ in parts]), merged_refs
         if kind == _REP:
@@ -565,7 +570,7 @@ class TermStore:
             if nxt == EMPTYSET and not refs:
                 return EMPTYSET, {}
             rest = self.repeat(item, max(lo - 1, 0), None if hi is None else hi - 1)  # type: ignore
-            return self.seq(nxt, rest), {r: self.seq(n, rest) for r, n in refs.items()}
+            return self.seq(nxt, rest), {r: self.seq(n, rest) for r, n in refs}
         # Intersections and complements: their derivative's piece for this byte.
         bit = 1 << byte
         for bits, nxt in self.derivative(term)[0]:
@@ -596,6 +601,15 @@ class TermStore:
         if kind == _LAZY:
             return f"<lazy {args[0]!r}>"
         return f"<rule {args[0]}>"
+
+
+def _frozen(derivative: tuple[Pieces, Any]) -> Derivative:
+    """A derivative as tuples of ints only: the garbage collector stops tracking those, so
+    the memo of a large automaton costs full collections nothing (lists and dicts there
+    made every full collection walk all of them)."""
+    pieces, refs = derivative
+    return (pieces if type(pieces) is tuple else tuple(pieces),
+            refs if type(refs) is tuple else tuple(refs.items()))
 
 
 def union_pieces(store: TermStore, groups: list[Pieces]) -> Pieces:
