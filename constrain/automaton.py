@@ -24,6 +24,7 @@ import sys
 import threading
 from collections.abc import Callable, Iterable
 from dataclasses import dataclass
+from functools import lru_cache
 from typing import NamedTuple
 
 import numpy as np
@@ -97,7 +98,6 @@ class Automaton:
             self.options.max_terms, [rule_nullable[n] for n in grammar.rules]
         )
         self._converted: dict[int, tuple[ir.Expr, int]] = {}
-        self._inside_memo: dict[int, tuple[ir.Expr, tuple[bool, bool]]] = {}
         self._parts_memo: dict[int, tuple[tuple[ir.Expr, ...], bool]] = {}
         self._productive_memo: dict[int, tuple[ir.Expr, bool]] = {}
         self._char_cache: dict[tuple[tuple[int, int], ...], int] = {}
@@ -169,12 +169,12 @@ class Automaton:
         # Nodes of one family share their parts: judged once.
         found = self._parts_memo.get(id(expr.parts))
         if found is None:
-            found = (expr.parts, any(self._inside(p)[1] for p in expr.parts))
+            found = (expr.parts, any(ir.contents(p)[1] for p in expr.parts))
             self._parts_memo[id(expr.parts)] = found
         # It matches something exactly when every one of its needs does: liveness looks
         # there, instead of building this node and every node after it.
         t = self.terms
-        boolean = any(self._inside(n)[0] for n in needs)
+        boolean = any(ir.contents(n)[0] for n in needs)
         return t.lazy(expr.key, lambda: self._convert(expr.build(), rule), nullable=expr.nullable,
                       boolean=boolean, has_ref=found[1],
                       live=lambda: all(t.is_live(self._convert(n, rule)) for n in needs))
@@ -185,30 +185,6 @@ class Automaton:
             found = (expr, _expr_productive(expr, self._rule_productive))
             self._productive_memo[id(expr)] = found
         return found[1]
-
-    def _inside(self, expr: ir.Expr) -> tuple[bool, bool]:
-        """Whether an intersection or complement, and whether a rule reference, occurs in
-        ``expr`` (memoized; walks the DAG once, without recursion)."""
-        known = self._inside_memo
-        stack = [expr]
-        while stack:
-            node = stack[-1]
-            if id(node) in known:
-                stack.pop()
-                continue
-            children = ir.children(node)
-            todo = [c for c in children if id(c) not in known]
-            if todo:
-                stack.extend(todo)
-                continue
-            stack.pop()
-            boolean = isinstance(node, (ir.And, ir.Not))
-            has_ref = isinstance(node, ir.Ref)
-            for c in children:
-                c_boolean, c_ref = known[id(c)][1]
-                boolean, has_ref = boolean or c_boolean, has_ref or c_ref
-            known[id(node)] = (node, (boolean, has_ref))
-        return known[id(expr)][1]
 
     def _forbid_refs(self, items: list[int], what: str, rule: str) -> None:
         if any(self.terms.has_ref(i) for i in items):
@@ -227,22 +203,10 @@ class Automaton:
         if found is not None:
             return found
         t = self.terms
-        alternatives = []
-        for lo, hi in ranges:
-            for part_lo, part_hi in ((lo, min(hi, 0xD7FF)), (max(lo, 0xE000), hi)):
-                if part_lo > part_hi:
-                    continue
-                for band_lo, band_hi in _UTF8_BANDS:
-                    a, b = max(part_lo, band_lo), min(part_hi, band_hi)
-                    if a <= b:
-                        for byte_ranges in utf8_byte_ranges(a, b):
-                            alternatives.append(
-                                t.seq_all(
-                                    t.bytes_term(((1 << (h - l + 1)) - 1) << l)
-                                    for l, h in byte_ranges
-                                )
-                            )
-        result = t.alt(alternatives)
+        result = t.alt([
+            t.seq_all([t.bytes_term(bits) for bits in sequence])
+            for sequence in _utf8_sequences(ranges)
+        ])
         self._char_cache[ranges] = result
         return result
 
@@ -606,6 +570,30 @@ class Automaton:
             out.append(int(live[0]))
             state = int(row[live[0]])
         return bytes(out)
+
+
+@lru_cache(maxsize=4096)
+def _utf8_sequences(ranges: tuple[tuple[int, int], ...]) -> tuple[tuple[int, ...], ...]:
+    """The UTF-8 encodings of the code points in ``ranges`` (surrogates left out), as
+    sequences of byte sets (bit b set: byte b); one-byte characters come merged into one
+    set. Shared by every automaton: the same characters recur in every JSON grammar."""
+    single = 0
+    sequences: list[tuple[int, ...]] = []
+    for lo, hi in ranges:
+        for part_lo, part_hi in ((lo, min(hi, 0xD7FF)), (max(lo, 0xE000), hi)):
+            if part_lo > part_hi:
+                continue
+            for band_lo, band_hi in _UTF8_BANDS:
+                a, b = max(part_lo, band_lo), min(part_hi, band_hi)
+                if a > b:
+                    continue
+                for byte_ranges in utf8_byte_ranges(a, b):
+                    sets = tuple(((1 << (h - l + 1)) - 1) << l for l, h in byte_ranges)
+                    if len(sets) == 1:
+                        single |= sets[0]
+                    else:
+                        sequences.append(sets)
+    return ((single,), *sequences) if single else tuple(sequences)
 
 
 def _config(stacks: Iterable[Stack]) -> Config:

@@ -55,6 +55,7 @@ __all__ = [
     "prefix_tree",
     "normalize_ranges",
     "children",
+    "contents",
 ]
 
 MAX_CODE_POINT = 0x10FFFF
@@ -83,6 +84,7 @@ class Chars:
     """One character from a set of Unicode code points (inclusive ranges, surrogates excluded)."""
 
     ranges: Ranges
+    _contents: tuple[bool, bool] | None = field(default=None, init=False, repr=False)
 
 
 @dataclass(frozen=True, slots=True, eq=False)
@@ -90,6 +92,7 @@ class Bytes:
     """One raw byte from a set of byte values (inclusive ranges within 0..255)."""
 
     ranges: Ranges
+    _contents: tuple[bool, bool] | None = field(default=None, init=False, repr=False)
 
 
 @dataclass(frozen=True, slots=True, eq=False)
@@ -97,6 +100,7 @@ class Seq:
     """Concatenation; ``Seq(())`` is the empty string."""
 
     items: tuple[Expr, ...]
+    _contents: tuple[bool, bool] | None = field(default=None, init=False, repr=False)
 
 
 @dataclass(frozen=True, slots=True, eq=False)
@@ -104,6 +108,7 @@ class Alt:
     """Union; ``Alt(())`` is the empty language."""
 
     items: tuple[Expr, ...]
+    _contents: tuple[bool, bool] | None = field(default=None, init=False, repr=False)
 
 
 @dataclass(frozen=True, slots=True, eq=False)
@@ -113,6 +118,7 @@ class Repeat:
     item: Expr
     min: int
     max: int | None
+    _contents: tuple[bool, bool] | None = field(default=None, init=False, repr=False)
 
 
 @dataclass(frozen=True, slots=True, eq=False)
@@ -120,6 +126,7 @@ class And:
     """Intersection of the items' languages (no references inside)."""
 
     items: tuple[Expr, ...]
+    _contents: tuple[bool, bool] | None = field(default=None, init=False, repr=False)
 
 
 @dataclass(frozen=True, slots=True, eq=False)
@@ -127,6 +134,7 @@ class Not:
     """Complement of ``item`` within all *valid UTF-8* strings (no references inside)."""
 
     item: Expr
+    _contents: tuple[bool, bool] | None = field(default=None, init=False, repr=False)
 
 
 @dataclass(frozen=True, slots=True, eq=False)
@@ -134,6 +142,7 @@ class Ref:
     """The language of another rule of the same grammar."""
 
     name: str
+    _contents: tuple[bool, bool] | None = field(default=None, init=False, repr=False)
 
 
 @dataclass(frozen=True, slots=True, eq=False)
@@ -166,6 +175,7 @@ class Lazy:
     nullable: bool
     parts: tuple[Expr, ...] = ()
     needs: tuple[Expr, ...] = ()
+    _contents: tuple[bool, bool] | None = field(default=None, init=False, repr=False)
 
 
 Expr = Union[Chars, Bytes, Seq, Alt, Repeat, And, Not, Ref, Lazy]
@@ -190,8 +200,9 @@ class Grammar:
     def __post_init__(self) -> None:
         if self.start not in self.rules:
             raise GrammarError("start rule is not defined", self.start)
+        seen: set[int] = set()  # shared: a sub-expression in several rules is checked once
         for name, expr in self.rules.items():
-            for referenced in _refs(expr):
+            for referenced in _refs(expr, seen):
                 if referenced not in self.rules:
                     raise GrammarError(f"references undefined rule {referenced!r}", name)
 
@@ -216,9 +227,45 @@ def children(expr: Expr) -> tuple[Expr, ...]:
     return ()
 
 
-def _refs(expr: Expr) -> Iterable[str]:
+def contents(expr: Expr) -> tuple[bool, bool]:
+    """``(boolean, has_ref)``: whether an intersection or complement, and whether a rule
+    reference, occurs in ``expr`` (in a :class:`Lazy` node: in its parts).
+
+    Memoized on the nodes themselves, so a sub-expression shared by several rules, or by
+    several compilations (the string encoder's characters), is looked at once.
+
+    >>> contents(seq(literal("a"), ref("value"))), contents(complement(literal("a")))
+    ((False, True), (True, False))
+    """
+    found = expr._contents
+    if found is not None:
+        return found
+    stack = [expr]  # a walk, not recursion: front ends build expressions thousands deep
+    while stack:
+        node = stack[-1]
+        if node._contents is not None:
+            stack.pop()
+            continue
+        parts = children(node)
+        todo = [c for c in parts if c._contents is None]
+        if todo:
+            stack.extend(todo)
+            continue
+        stack.pop()
+        boolean = isinstance(node, (And, Not))
+        has_ref = isinstance(node, Ref)
+        for c in parts:
+            c_boolean, c_ref = c._contents  # type: ignore[misc]
+            boolean = boolean or c_boolean
+            has_ref = has_ref or c_ref
+        object.__setattr__(node, "_contents", (boolean, has_ref))
+    return expr._contents  # type: ignore[return-value]
+
+
+def _refs(expr: Expr, seen: set[int]) -> Iterable[str]:
+    """Names referenced in ``expr``, skipping the nodes whose ids are in ``seen`` (and
+    adding those it visits)."""
     stack = [expr]
-    seen: set[int] = set()
     while stack:
         node = stack.pop()
         if id(node) in seen:

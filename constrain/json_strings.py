@@ -36,6 +36,7 @@ of decoded languages exactly; a complement is taken within all encoded strings.
 
 from __future__ import annotations
 
+from functools import lru_cache
 from typing import Literal
 
 from .errors import GrammarError
@@ -162,6 +163,42 @@ def _intersect_ranges(a: Ranges, b: Ranges) -> Ranges:
     return tuple(out)
 
 
+@lru_cache(maxsize=4096)
+def _encoded_chars(escapes: EscapePolicy, ranges: Ranges) -> Expr:
+    """The codewords of the characters in ``ranges``: shared by every compilation (IR
+    nodes are immutable), because the same keys' and strings' characters recur in almost
+    every schema and encoding one costs tens of nodes (its ``\\uXXXX`` spellings)."""
+    must = _intersect_ranges(ranges, _MUST_ESCAPE)
+    raw = chars(ranges) if not must else chars(_subtract(ranges, _MUST_ESCAPE))
+    escaped = ranges if escapes == "all" else must
+    parts: list[Expr] = []
+    if raw.ranges:
+        parts.append(raw)
+    if escaped:
+        escape = _escapes(escaped)
+        if escape is not None:
+            parts.append(seq(_BACKSLASH, escape))
+    return alt(*parts) if parts else Alt(())
+
+
+def _escapes(ranges: Ranges) -> Expr | None:
+    """What may follow the backslash for the characters in ``ranges``."""
+    short = [ord(_SHORT_ESCAPES[cp]) for cp in _SHORT_ESCAPES
+             if any(lo <= cp <= hi for lo, hi in ranges)]
+    unicode_parts = []
+    for lo, hi in ranges:
+        if lo <= 0xFFFF:
+            unicode_parts.append(hex_range(lo, min(hi, 0xFFFF)))
+        if hi > 0xFFFF:
+            unicode_parts.append(_surrogate_pairs(max(lo, 0x10000), hi))
+    options: list[Expr] = []
+    if short:
+        options.append(chars([(c, c) for c in short]))
+    if unicode_parts:
+        options.append(seq(_U, alt(*unicode_parts)))
+    return alt(*options) if options else None
+
+
 class StringEncoder:
     """Maps decoded-string languages to JSON string-literal languages (see module doc).
 
@@ -172,7 +209,6 @@ class StringEncoder:
         if escapes not in ("all", "required"):
             raise ValueError(f"escapes must be 'all' or 'required', not {escapes!r}")
         self.escapes = escapes
-        self._char_memo: dict[Ranges, Expr] = {}
         self._memo: dict[int, tuple[Expr, Expr]] = {}
         self._literals: dict[str, Expr] = {}
         self.char: Expr = self.encode_chars(_ANY_RANGES)
@@ -184,39 +220,7 @@ class StringEncoder:
 
     def encode_chars(self, ranges: Ranges) -> Expr:
         """The codewords of the characters in ``ranges``."""
-        found = self._char_memo.get(ranges)
-        if found is not None:
-            return found
-        must = _intersect_ranges(ranges, _MUST_ESCAPE)
-        raw = chars(ranges) if not must else chars(_subtract(ranges, _MUST_ESCAPE))
-        escaped = ranges if self.escapes == "all" else must
-        parts: list[Expr] = []
-        if raw.ranges:
-            parts.append(raw)
-        if escaped:
-            escape = self._escapes(escaped)
-            if escape is not None:
-                parts.append(seq(_BACKSLASH, escape))
-        result = alt(*parts) if parts else Alt(())
-        self._char_memo[ranges] = result
-        return result
-
-    def _escapes(self, ranges: Ranges) -> Expr | None:
-        """What may follow the backslash for the characters in ``ranges``."""
-        short = [ord(_SHORT_ESCAPES[cp]) for cp in _SHORT_ESCAPES
-                 if any(lo <= cp <= hi for lo, hi in ranges)]
-        unicode_parts = []
-        for lo, hi in ranges:
-            if lo <= 0xFFFF:
-                unicode_parts.append(hex_range(lo, min(hi, 0xFFFF)))
-            if hi > 0xFFFF:
-                unicode_parts.append(_surrogate_pairs(max(lo, 0x10000), hi))
-        options: list[Expr] = []
-        if short:
-            options.append(chars([(c, c) for c in short]))
-        if unicode_parts:
-            options.append(seq(_U, alt(*unicode_parts)))
-        return alt(*options) if options else None
+        return _encoded_chars(self.escapes, ranges)
 
     def encode(self, decoded: Expr) -> Expr:
         """The inside of the literals (no quotes) whose decoded value is in ``decoded``."""

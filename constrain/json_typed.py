@@ -26,7 +26,7 @@ from dataclasses import dataclass, field
 from functools import cached_property
 from typing import Any
 
-from .grammar import Alt, Expr, Ref, alt, children, complement, intersect
+from .grammar import Alt, Expr, alt, complement, contents, intersect
 
 __all__ = ["EMPTY_TYPED", "JSON_TYPES", "NeedsRegular", "ObjectKeys", "RefTracker", "Typed"]
 
@@ -132,24 +132,7 @@ class RefTracker:
         found = self._memo.get(id(expr))
         if found is not None:
             return found[1]
-        # Iterative post-order walk over the DAG (expressions share sub-trees heavily and
-        # can be deep), expanding each node once.
-        expanded: set[int] = set()
-        stack: list[Expr] = [expr]
-        while stack:
-            node = stack[-1]
-            if id(node) in self._memo:
-                stack.pop()
-                continue
-            parts = children(node)
-            if id(node) not in expanded:
-                expanded.add(id(node))
-                stack.extend(c for c in parts if id(c) not in self._memo)
-                continue
-            stack.pop()
-            value = isinstance(node, Ref) or any(self._memo[id(c)][1] for c in parts)
-            self._memo[id(node)] = (node, value)
-        return self._memo[id(expr)][1]
+        return contents(expr)[1]
 
     def union(self, items: Iterable[Typed]) -> Typed:
         """Values accepted by any item."""
