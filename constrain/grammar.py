@@ -271,6 +271,9 @@ def _refs(expr: Expr, seen: set[int]) -> Iterable[str]:
         if id(node) in seen:
             continue
         seen.add(id(node))
+        known = node._contents
+        if known is not None and not known[1]:
+            continue  # no reference inside, as a walk of contents() found already
         if isinstance(node, Ref):
             yield node.name
         else:
