@@ -180,6 +180,8 @@ class Lazy:
 
 Expr = Union[Chars, Bytes, Seq, Alt, Repeat, And, Not, Ref, Lazy]
 
+_EXPR_TYPES = (Chars, Bytes, Seq, Alt, Repeat, And, Not, Ref, Lazy)
+
 EMPTY: Expr = Seq(())
 NOTHING: Expr = Alt(())
 ANY_CHAR: Expr = Chars(((0, 0xD7FF), (0xE000, MAX_CODE_POINT)))
@@ -237,17 +239,19 @@ def contents(expr: Expr) -> tuple[bool, bool]:
     >>> contents(seq(literal("a"), ref("value"))), contents(complement(literal("a")))
     ((False, True), (True, False))
     """
-    found = expr._contents
+    found = getattr(expr, "_contents", None)
     if found is not None:
         return found
     stack = [expr]  # a walk, not recursion: front ends build expressions thousands deep
     while stack:
         node = stack[-1]
+        if not isinstance(node, _EXPR_TYPES):
+            raise GrammarError(f"not a grammar expression: {node!r}")
         if node._contents is not None:
             stack.pop()
             continue
         parts = children(node)
-        todo = [c for c in parts if c._contents is None]
+        todo = [c for c in parts if getattr(c, "_contents", None) is None]
         if todo:
             stack.extend(todo)
             continue
@@ -271,7 +275,7 @@ def _refs(expr: Expr, seen: set[int]) -> Iterable[str]:
         if id(node) in seen:
             continue
         seen.add(id(node))
-        known = node._contents
+        known = getattr(node, "_contents", None)  # None too for what is not an Expr
         if known is not None and not known[1]:
             continue  # no reference inside, as a walk of contents() found already
         if isinstance(node, Ref):
