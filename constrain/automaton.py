@@ -22,6 +22,7 @@ from __future__ import annotations
 
 import sys
 import threading
+import weakref
 from collections.abc import Callable, Iterable
 from dataclasses import dataclass
 from functools import lru_cache
@@ -175,9 +176,16 @@ class Automaton:
         # there, instead of building this node and every node after it.
         t = self.terms
         boolean = any(ir.contents(n)[0] for n in needs)
-        return t.lazy(expr.key, lambda: self._convert(expr.build(), rule), nullable=expr.nullable,
-                      boolean=boolean, has_ref=found[1],
-                      live=lambda: all(t.is_live(self._convert(n, rule)) for n in needs))
+        # The store keeps these callbacks, and the automaton keeps the store: a strong
+        # reference back would make every automaton cyclic garbage, left for the garbage
+        # collector's full passes instead of being freed when its constraint is dropped.
+        me = weakref.ref(self)
+        return t.lazy(expr.key, lambda: me()._convert(expr.build(), rule),  # type: ignore[union-attr]
+                      nullable=expr.nullable, boolean=boolean, has_ref=found[1],
+                      live=lambda: me()._needs_live(needs, rule))  # type: ignore[union-attr]
+
+    def _needs_live(self, needs: tuple[ir.Expr, ...], rule: str) -> bool:
+        return all(self.terms.is_live(self._convert(n, rule)) for n in needs)
 
     def _productive(self, expr: ir.Expr) -> bool:
         found = self._productive_memo.get(id(expr))

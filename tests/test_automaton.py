@@ -32,6 +32,7 @@ from constrain.grammar import (
     Chars,
     Expr,
     Grammar,
+    Lazy,
     Not,
     Ref,
     Repeat,
@@ -993,3 +994,28 @@ def test_bounded_emptiness_check_gives_up_without_forgetting() -> None:
     assert store.is_live(both) is True and store.is_live(disjoint) is False
     assert store.is_live_within(both, 10) is True  # now known
     assert store.is_live_within(a, 0) is True  # no intersection inside: never searched
+
+
+def test_a_dropped_automaton_is_freed_without_the_garbage_collector() -> None:
+    """Lazy terms' callbacks must not hold their automaton: a cycle would leave every
+    dropped constraint (terms, derivatives, rows) to the collector's full passes."""
+    import gc
+    import weakref
+
+    def digits(n: int) -> Expr:
+        if n == 0:
+            return literal("!")
+        return Lazy(("digits", n), lambda: seq(char_range("0", "9"), digits(n - 1)),
+                    nullable=False, parts=(char_range("0", "9"), literal("!")))
+
+    automaton = Automaton(Grammar.single(seq(digits(5), star(literal(" ")))))
+    assert automaton.matches(b"12345! ") and not automaton.matches(b"1234!")
+    alive = weakref.ref(automaton)
+    was_enabled = gc.isenabled()
+    gc.disable()
+    try:
+        del automaton
+        assert alive() is None
+    finally:
+        if was_enabled:
+            gc.enable()
