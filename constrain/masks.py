@@ -188,14 +188,13 @@ class TokenMasks:
         """Build what the kernel stopped at: the rows of pending states, and whether their
         successors loop (the kernel resumes from the same nodes afterwards)."""
         table = self.automaton.rows_for(states)
-        trie = self.trie
-        successors = table[states, trie.byte[nodes]]
-        # The kernel asks a successor's loop only at a character boundary above a big
-        # subtree (see ``_walk``); elsewhere learning it would build rows nothing reads.
-        asked = ((successors != Automaton.DEAD)
-                 & (trie.utf8_state[nodes] == UTF8_BOUNDARY)
-                 & (trie.end[nodes] - trie.start[nodes] > walk_kernel.SMALL_SUBTREE))
-        self._ensure_loop_info(successors[asked])
+        successors = table[states, self.trie.byte[nodes]]
+        # Every live successor, though the kernel asks only at a character boundary above
+        # a big subtree: learning a loop builds the successor's row, and the state after
+        # a token (a leaf's successor) is where the next mask starts. Asking only where the
+        # kernel does cost 2% in time between masks on average and 7% at p99 on 168
+        # MaskBench schemas (it saved 4% of the time to the first mask).
+        self._ensure_loop_info(successors[successors != Automaton.DEAD])
 
     def _walk_levels(self, state: int) -> np.ndarray:
         """The same walk level by level in numpy: one vectorized step per trie depth.
