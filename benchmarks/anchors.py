@@ -170,10 +170,11 @@ class ConstrainEngine(Engine):
             raise EngineError(
                 f"constrain vocabulary has {self.vocab.size} ids, bench {self.bv.size}"
             )
-        # The per-vocabulary token trie and the compiled walk's machine code are built
+        # The per-vocabulary token trie and the compiled walks' machine code are built
         # and loaded once per process, as the anchors build their tokenizer tables here:
-        # one mask now, so the first timed compile does not pay for them.
-        warm = constrain.compile_regex("a", self.vocab).matcher()
+        # one mask now (of a state looping on a class, which loads the loop walk too), so
+        # no timed compile or step pays for them.
+        warm = constrain.compile_regex("[a-z]*!", self.vocab).matcher()
         warm.fill_bitmask(np.zeros((1, warm.compiled.mask_words), dtype=np.int32), 0)
 
     def before_compile(self) -> None:
