@@ -18,7 +18,7 @@ from hypothesis import strategies as st
 from jsonschema import Draft202012Validator
 
 from constrain.automaton import Automaton
-from constrain.errors import SchemaError, UnsupportedSchemaError
+from constrain.errors import ResourceLimitError, SchemaError, UnsupportedSchemaError
 from constrain.json_schema import schema_to_grammar
 
 KEYS = ["a", "b", "c"]
@@ -91,23 +91,27 @@ schemas = st.recursive(_leaf_schemas(), _extend, max_leaves=5)
 @given(schema=schemas, instances=st.lists(values, min_size=1, max_size=6))
 def test_random_schemas_agree_with_jsonschema(schema: dict[str, Any],
                                               instances: list[Any]) -> None:
-    try:
-        automaton = Automaton(schema_to_grammar(schema))
-    except (UnsupportedSchemaError, SchemaError):
-        return
     validator = Draft202012Validator(schema)
     # A CPU budget per example keeps the suite bounded: nested overlapping oneOf over
     # objects can make the emptiness search of a difference take minutes (the known gap
-    # of test_overlapping_oneof_with_dependent_required_object). Such an example is
-    # rejected, not passed: hypothesis counts it as invalid and notes the schema.
+    # of test_overlapping_oneof_with_dependent_required_object), already when the start
+    # state is made. Such an example is rejected, not passed: hypothesis counts it as
+    # invalid and notes the schema.
     signal.signal(signal.SIGPROF, _over_budget)
     signal.setitimer(signal.ITIMER_PROF, _EXAMPLE_BUDGET_S, 1.0)
     try:
+        try:
+            automaton = Automaton(schema_to_grammar(schema))
+        except (UnsupportedSchemaError, SchemaError):
+            return
         for instance in instances:
             text = json.dumps(instance).encode()
             assert automaton.matches(text) == validator.is_valid(instance), (schema, instance)
     except _OverBudget:
         note(f"over the {_EXAMPLE_BUDGET_S} s budget: {schema!r}")
+        assume(False)
+    except ResourceLimitError as e:  # the same gap, stopped by the liveness-search bound
+        note(f"{e}: {schema!r}")
         assume(False)
     finally:
         signal.setitimer(signal.ITIMER_PROF, 0)
