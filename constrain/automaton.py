@@ -567,6 +567,43 @@ class Automaton:
 
         return HeadSplit(head, tail_can_end, tail_state)
 
+    def build_all(self, limit: int) -> bool:
+        """Build the row of every state reachable from the start, when the grammar is a
+        small regular language: no rule references, at most ``limit`` states. True when
+        every reachable state has its row; then a trie walk never stops for one.
+
+        It gives up early, keeping the rows built so far (later steps use them), where the
+        states would be too many: a counted repeat of more than ``limit`` copies
+        (``[0-9]{1,1000}``: a state per count), or, in an infinite language, a
+        breadth-first level at least twice as wide as the one before and wider than 8
+        (``(a|b)*a(a|b){20}``, whose states double with every byte up to 2**21).
+
+        >>> from constrain.grammar import Grammar, literal, alt
+        >>> a = Automaton(Grammar.single(alt(literal("ab"), literal("b"))))
+        >>> a.build_all(16), a.num_states, bool(a.has_rows(np.arange(a.num_states)).all())
+        (True, 4, True)
+        """
+        if len(self.grammar.rules) != 1:
+            return False
+        (expr,) = self.grammar.rules.values()
+        if ir.contents(expr)[1] or self.terms.largest_count > limit:
+            return False
+        seen = {self.start}
+        level = [self.start]
+        while level:
+            following: list[int] = []
+            for state in level:
+                for target in set(self.row(state).tolist()):
+                    if target != self.DEAD and target not in seen:
+                        seen.add(target)
+                        following.append(target)
+            if len(seen) > limit:
+                return False
+            if self.terms.has_loop and len(following) > 8 and len(following) >= 2 * len(level):
+                return False
+            level = following
+        return True
+
     def forced_bytes(self, state: int, limit: int = 4096) -> bytes:
         """The bytes every continuation from ``state`` starts with (for jump-forward)."""
         out = bytearray()
@@ -735,4 +772,5 @@ def _expr_nullable(expr: ir.Expr, rules: dict[str, bool]) -> bool:
     if isinstance(expr, ir.Lazy):
         return expr.nullable
     raise GrammarError(f"not a grammar expression: {expr!r}")
+
 

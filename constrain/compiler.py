@@ -72,6 +72,10 @@ class CompiledConstraint:
         self._eos_only.flags.writeable = False
         if self.automaton.start == Automaton.DEAD:
             raise GrammarError("the constraint's language is empty: nothing can be generated")
+        # A small regular language (most regexes and choice sets) is built whole now: a
+        # path through it meets almost all of its states anyway, and with every row known
+        # each new mask is one trie walk instead of rounds of walking and building.
+        self._masks.build_all(_EAGER_STATES)
 
     def matcher(self) -> Matcher:
         """A fresh matcher at the start of the constraint."""
@@ -122,6 +126,10 @@ class CompiledConstraint:
 
     def __repr__(self) -> str:
         return f"<CompiledConstraint {self.kind} rules={len(self.grammar.rules)} vocab={self.vocab!r}>"
+
+
+# At most this many states are built when compiling (~30-100 µs each).
+_EAGER_STATES = 128
 
 
 def _compiled(kind: str, key: Any, vocab: Vocabulary, make_grammar: Any,

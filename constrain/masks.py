@@ -56,6 +56,8 @@ class TokenMasks:
         self.trie = trie if trie is not None else token_trie(vocab)
         self.words = mask_words(vocab.size)
         self._eos = np.array(sorted(vocab.eos_token_ids), dtype=np.int64)
+        self._eos_words = np.zeros(self.words, dtype=np.int32)
+        _set_bits(self._eos_words, self._eos)
         self._masks: dict[int, np.ndarray] = {}
         self._lock = threading.Lock()
         # Per automaton state: ASCII characters it may consume as a run (bits 0-63, 64-127),
@@ -82,6 +84,15 @@ class TokenMasks:
                     self._masks[state] = found
         return found
 
+    def build_all(self, limit: int) -> bool:
+        """Build every automaton row and what the kernel knows about every state, when
+        the automaton is a small regular one (see :meth:`Automaton.build_all`), so that
+        each new mask is one walk of the trie. True when it did."""
+        if not self.automaton.build_all(limit):
+            return False
+        self._ensure_loop_info(np.arange(1, self.automaton.num_states))
+        return True
+
     def allowed_token_ids(self, state: int) -> np.ndarray:
         """Token ids allowed in ``state``, ascending."""
         bits = np.unpackbits(self.mask(state).view(np.uint8), bitorder="little")
@@ -100,7 +111,7 @@ class TokenMasks:
             if state != Automaton.DEAD and trie.max_depth:
                 _set_bits(packed, trie.token_ids_of(self._walk_levels(state)))
         if accepting:
-            _set_bits(packed, self._eos)
+            packed |= self._eos_words
         packed.flags.writeable = False
         return packed
 
@@ -162,14 +173,17 @@ class TokenMasks:
 
     def _start(self, state: int, words: np.ndarray,
                exits: walk_kernel.Exits | None) -> tuple[np.ndarray, np.ndarray]:
-        self._ensure_loop_info(np.array([state]))  # the walk skips the state's own loop
         self._sync(exits)
+        if not self._loop_known[state]:  # the walk skips the state's own loop
+            self._learn_loops(np.array([state]))
+            self._sync(exits)
         return self._walk.start(self.automaton.table, self._loop_arrays(), state, words, exits)
 
     def _sync(self, exits: walk_kernel.Exits | None) -> None:
         """Make the per-state arrays the kernel reads cover every state built so far (it
         indexes them without bounds checks, and building states grows and replaces them)."""
-        self._ensure_loop_capacity(self.automaton.num_states)
+        if len(self._loop_known) < self.automaton.num_states:
+            self._ensure_loop_capacity(self.automaton.num_states)
         if exits is not None:
             exits.accepting = self.automaton.accepting_flags()
 
@@ -279,29 +293,39 @@ class TokenMasks:
     def _ensure_loop_info(self, states: np.ndarray) -> None:
         if not len(states):
             return
-        self._ensure_loop_capacity(int(states.max()) + 1)
+        # Every state in ``states`` is built, so the arrays cover them once synced.
+        self._sync(None)
         unknown = states[~self._loop_known[states]]
-        for s in set(unknown.tolist()):
-            self._compute_loop_info(s)
-        # Loop checks may have built new states; the kernel indexes these arrays by state.
-        self._ensure_loop_capacity(self.automaton.num_states)
+        if len(unknown):
+            self._learn_loops(np.unique(unknown))
 
-    def _compute_loop_info(self, state: int) -> None:
+    def _learn_loops(self, states: np.ndarray) -> None:
+        """What the kernel needs to know about the runs of characters ``states`` (distinct)
+        may consume: the ASCII characters that lead back to the same state and whether
+        every non-ASCII one does too; or else, for a counted run of a class on top
+        (``x{lo,hi}``), the class and how many characters it allows."""
         automaton = self.automaton
-        loops = automaton.row(state)[:128] == state
-        if loops.any():
-            ascii_bits = int.from_bytes(np.packbits(loops, bitorder="little").tobytes(), "little")
-            utf8 = self._utf8_loops_back(state)
-            budget = _UNBOUNDED
-        else:
-            # Not a loop, but maybe a counted one: x{lo,hi} of a character class on top.
-            run = automaton.leading_run(state)
-            ascii_bits, utf8, budget = run if run is not None else (0, False, 0)
-        self._loop_lo[state] = np.uint64(ascii_bits & _LOW64)
-        self._loop_hi[state] = np.uint64(ascii_bits >> 64)
-        self._loop_utf8[state] = utf8
-        self._loop_budget[state] = min(budget, _UNBOUNDED)
-        self._loop_known[state] = True
+        loops = automaton.rows_for(states)[states, :128] == states[:, None]
+        halves = np.packbits(loops, axis=1, bitorder="little").view("<u8")
+        lo, hi = halves[:, 0].copy(), halves[:, 1].copy()
+        looping = loops.any(axis=1)
+        utf8 = np.zeros(len(states), dtype=bool)
+        budget = np.where(looping, _UNBOUNDED, 0).astype(np.int32)
+        for i in np.flatnonzero(looping).tolist():
+            utf8[i] = self._utf8_loops_back(int(states[i]))
+        for i in np.flatnonzero(~looping).tolist():
+            run = automaton.leading_run(int(states[i]))
+            if run is not None:
+                ascii_bits, utf8[i], count = run
+                lo[i], hi[i] = ascii_bits & _LOW64, ascii_bits >> 64
+                budget[i] = min(count, _UNBOUNDED)
+        # Loop checks may have built new states; the kernel indexes these arrays by state.
+        self._sync(None)
+        self._loop_lo[states] = lo
+        self._loop_hi[states] = hi
+        self._loop_utf8[states] = utf8
+        self._loop_budget[states] = budget
+        self._loop_known[states] = True
 
     def _utf8_loops_back(self, state: int) -> bool:
         """Whether every multi-byte character leads from ``state`` back to ``state``,

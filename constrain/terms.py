@@ -72,6 +72,11 @@ class TermStore:
         self._lazy_live: dict[int, Callable[[], bool]] = {}
         self.max_liveness_search = 200_000
         self.rule_nullable: list[bool] = list(rule_nullable)
+        # The largest count of a counted repeat made so far (x{lo,hi}: hi, or lo when
+        # unbounded): each count below it can be a state of its own; and whether an
+        # unbounded one was made (else the language is finite).
+        self.largest_count = 1
+        self.has_loop = False
 
     def __len__(self) -> int:
         return len(self._kind)
@@ -205,6 +210,8 @@ class TermStore:
             inner, ilo, ihi = self._args[item]
             if ihi is None and ilo <= 1:  # (x*)* = x*, (x+)* = x*, (x*)+ = x*
                 return self._make(_REP, (inner, min(lo, ilo), None), lo == 0 or ilo == 0)
+        self.largest_count = max(self.largest_count, lo if hi is None else hi)
+        self.has_loop = self.has_loop or hi is None
         return self._make(_REP, (item, lo, hi), lo == 0)
 
     def intersect(self, items: Iterable[int]) -> int:
