@@ -574,9 +574,10 @@ class Automaton:
 
         It gives up early, keeping the rows built so far (later steps use them), where the
         states would be too many: a counted repeat of more than ``limit`` copies
-        (``[0-9]{1,1000}``: a state per count), or, in an infinite language, a
-        breadth-first level at least twice as wide as the one before and wider than 8
-        (``(a|b)*a(a|b){20}``, whose states double with every byte up to 2**21).
+        (``[0-9]{1,1000}``: a state per count), or, in an infinite language,
+        breadth-first levels that double twice in a row up to more than 8 states
+        (``(a|b)*a(a|b){20}``, whose states double with every byte up to 2**21; a single
+        wide level is the inside of multi-byte characters).
 
         >>> from constrain.grammar import Grammar, literal, alt
         >>> a = Automaton(Grammar.single(alt(literal("ab"), literal("b"))))
@@ -588,7 +589,16 @@ class Automaton:
         (expr,) = self.grammar.rules.values()
         if ir.contents(expr)[1] or self.terms.largest_count > limit:
             return False
+        try:
+            return self._build_levels(limit)
+        except ResourceLimitError:
+            # Building ahead is optional: the states a decoding reaches report the budget
+            # when (and if) it reaches them.
+            return False
+
+    def _build_levels(self, limit: int) -> bool:
         seen = {self.start}
+        widths = [1, 1]
         level = [self.start]
         while level:
             following: list[int] = []
@@ -599,8 +609,11 @@ class Automaton:
                         following.append(target)
             if len(seen) > limit:
                 return False
-            if self.terms.has_loop and len(following) > 8 and len(following) >= 2 * len(level):
+            width = len(following)
+            if (self.terms.has_loop and width > 8 and width >= 2 * widths[-1]
+                    and widths[-1] >= 2 * widths[-2]):
                 return False
+            widths.append(width)
             level = following
         return True
 

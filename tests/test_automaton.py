@@ -296,6 +296,58 @@ def test_huge_bounded_repeats_are_counted_not_unrolled(
     assert time.perf_counter() - start < 5.0
 
 
+DATE_LIKE = seq(repeat(char_range("0", "9"), 4, 4), literal("-"),
+                alt(literal("01"), literal("12"), literal("1")))
+
+
+def test_build_all_builds_a_small_regular_language_whole() -> None:
+    a = Automaton(g1(DATE_LIKE))
+    assert a.build_all(128)
+    assert a.has_rows(np.arange(a.num_states)).all()
+    assert 6 <= a.num_states <= 12  # the counts, the dash, the suffixes: nothing twice
+    built = a.num_states
+    for text, expected in [(b"2024-01", True), (b"2024-1", True), (b"2024-12", True),
+                           (b"2024-13", False), (b"202-01", False), (b"2024-011", False)]:
+        assert a.matches(text) == expected, text
+    assert a.num_states == built  # matching needed nothing new
+
+
+@pytest.mark.parametrize(
+    "expr, most_states",
+    [
+        # States double with every byte: gives up after two doublings past 8.
+        pytest.param(seq(star(AB), A_, repeat(AB, 20, 20)), 80, id="(a|b)*a(a|b){20}"),
+        # A state per count: gives up before building anything.
+        pytest.param(repeat(char_range("0", "9"), 1, 1000), 4, id="digits{1,1000}"),
+        # Nested counts (300 states): stops at the limit.
+        pytest.param(repeat(repeat(A_, 1, 3), 100, 100), 128 + 258, id="(a{1,3}){100}"),
+    ],
+)
+def test_build_all_gives_up_where_states_would_be_many(expr: Expr, most_states: int) -> None:
+    a = Automaton(g1(expr))
+    assert not a.build_all(128)
+    assert a.num_states <= most_states
+
+
+def test_build_all_leaves_grammars_with_references_lazy() -> None:
+    a = Automaton(Grammar({"start": star(seq(literal("("), ref("start"), literal(")")))}))
+    assert not a.build_all(128)
+    assert a.num_states <= 3
+
+
+def test_build_all_within_a_small_state_budget_defers_the_error() -> None:
+    """Building ahead is optional: a budget it would exceed is reported by the matching
+    that reaches it, not by the compile."""
+    options = AutomatonOptions(max_states=5)
+    a = Automaton(g1(DATE_LIKE), options)
+    assert not a.build_all(128)
+    with pytest.raises(ResourceLimitError):
+        a.matches(b"2024-01")
+    vocab = Vocabulary.from_token_bytes([b"2", b"0", None], eos_token_ids=[2])
+    compiled = compile_grammar(g1(DATE_LIKE), vocab, options=options)  # no error here
+    assert compiled.matcher().advance(0)
+
+
 def test_huge_repeat_lower_bound_enforced() -> None:
     a = Automaton(g1(repeat(char_range("0", "9"), 500, 1000)))
     assert not a.matches(b"1" * 499)
