@@ -19,6 +19,7 @@ from __future__ import annotations
 
 import json
 import threading
+import time
 from collections.abc import Sequence
 from dataclasses import dataclass
 from typing import Any
@@ -58,6 +59,7 @@ class CompiledConstraint:
 
     def __init__(self, grammar: Grammar, vocab: Vocabulary, *, kind: str = "grammar",
                  options: AutomatonOptions | None = None) -> None:
+        started = time.perf_counter()
         self.kind = kind
         self.grammar = grammar
         self.vocab = vocab
@@ -74,8 +76,12 @@ class CompiledConstraint:
             raise GrammarError("the constraint's language is empty: nothing can be generated")
         # A small regular language (most regexes and choice sets) is built whole now: a
         # path through it meets almost all of its states anyway, and with every row known
-        # each new mask is one trie walk instead of rounds of walking and building.
-        self._masks.build_all(_EAGER_STATES)
+        # each new mask is one trie walk instead of rounds of walking and building. Its
+        # masks are made now too, for at most as long again as compiling took (a state
+        # looping on a class of many tokens can take a millisecond), so that steps through
+        # them cost a lookup, for every matcher of this constraint.
+        if self._masks.build_all(_EAGER_STATES):
+            self._masks.precompute(time.perf_counter() - started)
 
     def matcher(self) -> Matcher:
         """A fresh matcher at the start of the constraint."""

@@ -27,6 +27,7 @@ automaton rows for every pairing of a position inside the head with what follows
 from __future__ import annotations
 
 import threading
+import time
 from typing import NamedTuple
 
 import numpy as np
@@ -92,6 +93,18 @@ class TokenMasks:
             return False
         self._ensure_loop_info(np.arange(1, self.automaton.num_states))
         return True
+
+    def precompute(self, seconds: float) -> int:
+        """Make the masks of the states built so far, in the order they were built (from
+        the start outwards), until ``seconds`` have passed; returns how many exist. After
+        :meth:`build_all`, a decoding step in a state whose mask was made here costs a
+        dictionary lookup."""
+        deadline = time.perf_counter() + seconds
+        for state in range(1, self.automaton.num_states):
+            if time.perf_counter() > deadline:
+                break
+            self.mask(state)
+        return len(self._masks)
 
     def allowed_token_ids(self, state: int) -> np.ndarray:
         """Token ids allowed in ``state``, ascending."""
@@ -175,7 +188,7 @@ class TokenMasks:
                exits: walk_kernel.Exits | None) -> tuple[np.ndarray, np.ndarray]:
         self._sync(exits)
         if not self._loop_known[state]:  # the walk skips the state's own loop
-            self._learn_loops(np.array([state]))
+            self._learn_loop(state)
             self._sync(exits)
         return self._walk.start(self.automaton.table, self._loop_arrays(), state, words, exits)
 
@@ -297,35 +310,33 @@ class TokenMasks:
         self._sync(None)
         unknown = states[~self._loop_known[states]]
         if len(unknown):
-            self._learn_loops(np.unique(unknown))
+            for state in set(unknown.tolist()):
+                self._learn_loop(state)
+            # Loop checks may have built new states; the kernel indexes these arrays by state.
+            self._sync(None)
 
-    def _learn_loops(self, states: np.ndarray) -> None:
-        """What the kernel needs to know about the runs of characters ``states`` (distinct)
-        may consume: the ASCII characters that lead back to the same state and whether
-        every non-ASCII one does too; or else, for a counted run of a class on top
-        (``x{lo,hi}``), the class and how many characters it allows."""
+    def _learn_loop(self, state: int) -> None:
+        """What the kernel needs to know about the runs of characters ``state`` may
+        consume: the ASCII characters that lead back to it and whether every non-ASCII
+        one does too; or else, for a counted run of a class on top (``x{lo,hi}``), the
+        class and how many characters it allows. One state at a time, with scalar
+        stores: masks ask for one or two states at once, where numpy calls over arrays
+        cost more than the work."""
         automaton = self.automaton
-        loops = automaton.rows_for(states)[states, :128] == states[:, None]
-        halves = np.packbits(loops, axis=1, bitorder="little").view("<u8")
-        lo, hi = halves[:, 0].copy(), halves[:, 1].copy()
-        looping = loops.any(axis=1)
-        utf8 = np.zeros(len(states), dtype=bool)
-        budget = np.where(looping, _UNBOUNDED, 0).astype(np.int32)
-        for i in np.flatnonzero(looping).tolist():
-            utf8[i] = self._utf8_loops_back(int(states[i]))
-        for i in np.flatnonzero(~looping).tolist():
-            run = automaton.leading_run(int(states[i]))
-            if run is not None:
-                ascii_bits, utf8[i], count = run
-                lo[i], hi[i] = ascii_bits & _LOW64, ascii_bits >> 64
-                budget[i] = min(count, _UNBOUNDED)
-        # Loop checks may have built new states; the kernel indexes these arrays by state.
-        self._sync(None)
-        self._loop_lo[states] = lo
-        self._loop_hi[states] = hi
-        self._loop_utf8[states] = utf8
-        self._loop_budget[states] = budget
-        self._loop_known[states] = True
+        loops = automaton.row(state)[:128] == state
+        if loops.any():
+            ascii_bits = int.from_bytes(np.packbits(loops, bitorder="little").tobytes(), "little")
+            utf8 = self._utf8_loops_back(state)
+            budget = _UNBOUNDED
+        else:
+            run = automaton.leading_run(state)
+            ascii_bits, utf8, budget = run if run is not None else (0, False, 0)
+        self._sync(None)  # the state itself may be new to the arrays
+        self._loop_lo[state] = ascii_bits & _LOW64
+        self._loop_hi[state] = ascii_bits >> 64
+        self._loop_utf8[state] = utf8
+        self._loop_budget[state] = min(budget, _UNBOUNDED)
+        self._loop_known[state] = True
 
     def _utf8_loops_back(self, state: int) -> bool:
         """Whether every multi-byte character leads from ``state`` back to ``state``,
