@@ -477,6 +477,27 @@ class Automaton:
             return None
         return self.terms.leading_run(self._stack_frames[stack][0])
 
+    def bounded_twin(self, state: int, length: int) -> int:
+        """A state no string of at most ``length`` bytes tells apart from ``state``
+        (the same ones lead to dead states, and both may end or not): ``state`` with the
+        counts of a counted repeat on top of its only stack lowered to ``length + 1``
+        (see :meth:`TermStore.with_counts_at_most`); ``state`` itself where none is
+        higher.
+
+        Tokens are such strings, so the two have the same mask: decoding a long counted
+        run meets a new state at every token, but all of them share the twin's mask.
+        """
+        config = self._configs[state]
+        if len(config) != 1 or config[0] == EMPTY_STACK:
+            return state
+        top, rest = self._stack_frames[config[0]]
+        lowered = self.terms.with_counts_at_most(top, length + 1)
+        if lowered == top:
+            return state
+        with self._lock:
+            stack = self._push(rest, lowered)
+            return self.DEAD if stack == DEAD_STACK else self._intern((stack,))
+
     def alternatives(self, state: int, limit: int) -> list[int] | None:
         """States whose languages' union is ``state``'s: one per candidate stack, or one
         per member of a union on top of the only stack. ``None`` when there are fewer

@@ -78,6 +78,12 @@ class TokenMasks:
         """The packed int32 mask of ``state`` (read-only; EOS set iff the state may end)."""
         found = self._masks.get(state)
         if found is None:
+            twin = state
+            if state != Automaton.DEAD:
+                twin = self.automaton.bounded_twin(state, self.trie.max_depth)
+            if twin != state:  # the same tokens: one mask for every count of a long run
+                found = self._masks[state] = self.mask(twin)
+                return found
             with self._lock:
                 found = self._masks.get(state)
                 if found is None:

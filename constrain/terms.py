@@ -417,6 +417,31 @@ class TermStore:
             return None
         return ascii_bits, utf8, (1 << 30) if hi is None else hi  # type: ignore[return-value]
 
+    def with_counts_at_most(self, term: int, most: int) -> int:
+        """``term`` with the counts of a leading ``x{lo,hi}`` lowered to ``most`` where they
+        are higher (``x`` not matching the empty string); ``term`` itself when nothing is.
+
+        Every copy of ``x`` takes a byte at least, so no string shorter than ``most``
+        bytes tells the two apart: the mask engine shares one mask between all the counts
+        of a long run (a string's ``maxLength``, ``[0-9]{1,1000}``).
+
+        >>> store = TermStore()
+        >>> digits = store.repeat(store.byte_set(range(0x30, 0x3A)), 2, 900)
+        >>> store.show(store.with_counts_at_most(digits, 129))
+        '[30-39]{2,129}'
+        """
+        if self._kind[term] == _SEQ:
+            head, tail = self._args[term]
+        else:
+            head, tail = term, EPS
+        if self._kind[head] != _REP:  # type: ignore[index]
+            return term
+        item, lo, hi = self._args[head]  # type: ignore[misc]
+        if self._nullable[item] or (lo <= most and hi is not None and hi <= most):
+            return term
+        lowered = self.repeat(item, min(lo, most), None if hi is None else min(hi, most))
+        return self.seq(lowered, tail)  # type: ignore[arg-type]
+
     def byte_run(self, term: int) -> tuple[int, int, int, int | None, int] | None:
         """If ``term`` is ``x{lo,hi}·tail`` (or ``x{lo,hi}``, or ``x·tail`` as ``x{1,1}``) for
         a class ``x`` of single bytes: ``(byte set, x, lo, hi, tail)``, else ``None``. The automaton builds the rows
@@ -506,13 +531,28 @@ class TermStore:
                 {r: self.seq(nxt, rest) for r, nxt in refs},
             )
         if kind == _AND:
-            result: Pieces = [(ALL_BYTES, -1)]
+            # Byte sets refined item by item, each with the successors of the items so far;
+            # each final set's successors are intersected once (intersecting them pairwise
+            # on the way built a term for every partial intersection, used once).
+            partial: dict[tuple[int, ...], int] = {(): ALL_BYTES}
             for item in args:
                 pieces, _ = self.derivative(item)  # type: ignore[arg-type]
-                result = _intersect_pieces(self, result, pieces)
-                if not result:
+                refined: dict[tuple[int, ...], int] = {}
+                for successors, have in partial.items():
+                    for bits, nxt in pieces:
+                        both = have & bits
+                        if both:
+                            key = successors + (nxt,)
+                            refined[key] = refined.get(key, 0) | both
+                partial = refined
+                if not partial:
                     break
-            return [(bits, nxt) for bits, nxt in result if nxt != EMPTYSET], {}
+            merged: dict[int, int] = {}
+            for successors, bits in partial.items():
+                target = self.intersect(successors)
+                if target != EMPTYSET:
+                    merged[target] = merged.get(target, 0) | bits
+            return [(bits, target) for target, bits in merged.items()], {}
         if kind == _NOT:
             pieces, _ = self.derivative(args[0])  # type: ignore[arg-type]
             covered = 0
@@ -664,18 +704,6 @@ def union_pieces(store: TermStore, groups: list[Pieces]) -> Pieces:
         target = store.alt(targets)
         merged[target] = merged.get(target, 0) | bits
     return [(bits, target) for target, bits in merged.items()]
-
-
-def _intersect_pieces(store: TermStore, left: Pieces, right: Pieces) -> Pieces:
-    out: dict[int, int] = {}
-    for lbits, lnext in left:
-        for rbits, rnext in right:
-            both = lbits & rbits
-            if both:
-                target = rnext if lnext == -1 else store.intersect([lnext, rnext])
-                if target != EMPTYSET:
-                    out[target] = out.get(target, 0) | both
-    return [(bits, target) for target, bits in out.items()]
 
 
 def _show_bits(bits: int) -> str:

@@ -51,6 +51,9 @@ PATTERNS = {
     "email": r"[a-z0-9._%+-]{1,20}@[a-z0-9-]{1,15}\.(com|org|net)",
     "ab-suffix": r"(a|b)*a(a|b){5}",
     "key-value": r'\{"[a-z]{1,8}": ?[0-9]{1,3}\}',
+    # Counts far above any token's length: states share their bounded twin's mask.
+    "long-digit-run": r"[0-9]{2,1000}x?",
+    "long-string": r'"[^"\\]{3,400}"',
 }
 
 DYCK = Grammar({"start": star(seq(literal("("), ref("start"), literal(")")))})
@@ -308,6 +311,29 @@ def test_engines_agree_on_full_qwen_vocab(qwen_vocab: Vocabulary) -> None:
         b = TokenMasks(automaton, qwen_vocab, use_compiled=True)
         for state in walk_states(automaton, seed=9, walks=3, max_len=8):
             assert np.array_equal(a.mask(state), b.mask(state)), (spec, state)
+
+
+def test_counts_beyond_the_longest_token_share_one_mask(qwen_vocab: Vocabulary) -> None:
+    """Along a long counted run, every state whose count exceeds the longest token gets
+    the same mask (its bounded twin's), and that mask is right (checked by brute force on
+    a slice of the vocabulary through the same states)."""
+    automaton = automaton_for(r'"[^"\\]{0,600}"')
+    masks = TokenMasks(automaton, qwen_vocab)
+    longest = masks.trie.max_depth
+    state = automaton.step_bytes(automaton.start, b'"')
+    shared = masks.mask(state)
+    seen = [state]
+    for _ in range(600 - longest - 2):
+        state = automaton.step_bytes(state, b"a")
+        seen.append(state)
+        assert masks.mask(state) is shared
+    near_end = automaton.step_bytes(state, b"a" * 5)
+    assert masks.mask(near_end) is not shared  # fewer characters left than a token may hold
+    assert len(set(seen)) == len(seen)  # distinct states all the way
+    sliced = _slice(qwen_vocab, seed=3)
+    assert_masks_match(automaton, sliced, [seen[0], seen[-1], near_end], engine=False)
+    assert_masks_match(automaton, sliced, [seen[0], seen[-1], near_end],
+                       engine=walk_kernel.available())
 
 
 # ---------------------------------------------------------------- head plans (split masks)
