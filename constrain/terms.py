@@ -94,9 +94,10 @@ class TermStore:
             has_ref = refs[args[0]] or refs[args[1]]  # type: ignore[index]
             is_open = opens[args[0]] or opens[args[1]]  # type: ignore[index]
         elif kind in (_AND, _NOT, _ALT):
-            boolean = kind != _ALT or any(flags[i] for i in args)  # type: ignore[index]
-            has_ref = any(refs[i] for i in args)  # type: ignore[index]
-            is_open = any(opens[i] for i in args)  # type: ignore[index]
+            # map, not generator expressions: unions of dozens of members are common.
+            boolean = kind != _ALT or any(map(flags.__getitem__, args))  # type: ignore[arg-type]
+            has_ref = any(map(refs.__getitem__, args))  # type: ignore[arg-type]
+            is_open = any(map(opens.__getitem__, args))  # type: ignore[arg-type]
         elif kind == _REP:
             boolean = flags[args[0]]  # type: ignore[index]
             has_ref = refs[args[0]]  # type: ignore[index]
@@ -179,7 +180,7 @@ class TermStore:
         merged = self._merge_byte_alternatives(flat)
         if len(merged) == 1:
             return merged[0]
-        return self._make(_ALT, tuple(merged), any(self._nullable[i] for i in merged))
+        return self._make(_ALT, tuple(merged), any(map(self._nullable.__getitem__, merged)))
 
     def _merge_byte_alternatives(self, items: set[int]) -> list[int]:
         # [a]|[b] is the byte set [ab]: fewer terms, and equal languages meet as one term.
@@ -229,7 +230,7 @@ class TermStore:
         if len(flat) == 1:
             return next(iter(flat))
         ordered = tuple(sorted(flat))
-        return self._make(_AND, ordered, all(self._nullable[i] for i in ordered))
+        return self._make(_AND, ordered, all(map(self._nullable.__getitem__, ordered)))
 
     def complement(self, item: int) -> int:
         """All byte strings not in ``item`` (callers intersect with valid UTF-8 themselves)."""
@@ -682,27 +683,28 @@ def union_pieces(store: TermStore, groups: list[Pieces]) -> Pieces:
         seen |= bits
     else:
         return [(bits, store.alt(targets)) for bits, targets in by_bits.items()]
-    acc: list[tuple[int, list[int]]] = []
-    for group in groups:
-        for bits, nxt in group:
-            new_acc: list[tuple[int, list[int]]] = []
-            for have_bits, targets in acc:
-                both = have_bits & bits
-                if both:
-                    new_acc.append((both, targets + [nxt]))
-                    only = have_bits & ~bits
-                    if only:
-                        new_acc.append((only, targets))
-                    bits &= ~have_bits
-                else:
-                    new_acc.append((have_bits, targets))
-            if bits:
-                new_acc.append((bits, [nxt]))
-            acc = new_acc
+    # The bytes split into atoms: the coarsest sets no piece's set cuts through (few:
+    # pieces tend to repeat a handful of sets, like [a], [b] and [ab] in (a|b)*a(a|b){20}),
+    # then each atom's successor is the union of the pieces that contain it.
+    atoms: list[int] = []
+    for bits in by_bits:
+        outside = bits
+        refined: list[int] = []
+        for atom in atoms:
+            inside = atom & bits
+            if inside and inside != atom:
+                refined.append(inside)
+                refined.append(atom & ~bits)
+            else:
+                refined.append(atom)
+            outside &= ~atom
+        if outside:
+            refined.append(outside)
+        atoms = refined
     merged: dict[int, int] = {}
-    for bits, targets in acc:
-        target = store.alt(targets)
-        merged[target] = merged.get(target, 0) | bits
+    for atom in atoms:
+        target = store.alt([t for bits, targets in by_bits.items() if bits & atom for t in targets])
+        merged[target] = merged.get(target, 0) | atom
     return [(bits, target) for target, bits in merged.items()]
 
 
