@@ -104,6 +104,10 @@ class Automaton:
         self._char_cache: dict[tuple[tuple[int, int], ...], int] = {}
         self._utf8_star: int | None = None
         self.rule_terms = [self._convert(expr, name) for name, expr in grammar.rules.items()]
+        # One rule, no reference and no lazy term inside: every state is a single stack
+        # holding a lexical term (a regex, a choice set), so it never splits into a head
+        # and a tail nor into structured alternatives.
+        self.regular = len(self.rule_terms) == 1 and self.terms.is_lexical(self.rule_terms[0])
         self._check_left_recursion()
         self._lock = threading.RLock()
         # Persistent stacks: id -> (top term, id of the stack below); id 0 is empty.
@@ -590,7 +594,7 @@ class Automaton:
 
     def build_all(self, limit: int) -> bool:
         """Build the row of every state reachable from the start, when the grammar is a
-        small regular language: no rule references, at most ``limit`` states. True when
+        small regular language (:attr:`regular`, at most ``limit`` states). True when
         every reachable state has its row; then a trie walk never stops for one.
 
         It gives up early, keeping the rows built so far (later steps use them), where the
@@ -605,10 +609,7 @@ class Automaton:
         >>> a.build_all(16), a.num_states, bool(a.has_rows(np.arange(a.num_states)).all())
         (True, 4, True)
         """
-        if len(self.grammar.rules) != 1:
-            return False
-        (expr,) = self.grammar.rules.values()
-        if ir.contents(expr)[1] or self.terms.largest_count > limit:
+        if not self.regular or self.terms.largest_count > limit:
             return False
         try:
             return self._build_levels(limit)

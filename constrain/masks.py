@@ -121,10 +121,13 @@ class TokenMasks:
         trie = self.trie
         accepting = state != Automaton.DEAD and self.automaton.is_accepting(state)
         if state != Automaton.DEAD and trie.max_depth and self.use_compiled:
-            words = self._plan(state).words
-            if not accepting:
-                return words.view(np.int32)  # read-only already, shared with the plan
-            packed = words.view(np.int32).copy()
+            if self.automaton.regular:  # no plans to compose: one walk, kept by nobody else
+                packed = self._walk_whole(state, None).view(np.int32)
+            else:
+                words = self._plan(state).words
+                if not accepting:
+                    return words.view(np.int32)  # read-only already, shared with the plan
+                packed = words.view(np.int32).copy()
         else:
             packed = np.zeros(self.words, dtype=np.int32)
             if state != Automaton.DEAD and trie.max_depth:
@@ -175,14 +178,19 @@ class TokenMasks:
                 if split.tail_can_end:  # the state may end where its head does
                     ends = np.unique(np.concatenate([ends, inner.exits]))
         else:
-            words = np.zeros(self.words, dtype=np.uint32)
-            self._finish(self._start(state, words, exits), words, exits)
+            words = self._walk_whole(state, exits)
             if exits is not None:
                 ends = np.array(exits.nodes, dtype=np.int64)
         words.flags.writeable = False
         seeds = None if ends is None else self._children(ends)
         found = self._plans[state] = _Plan(words, ends, seeds)
         return found
+
+    def _walk_whole(self, state: int, exits: walk_kernel.Exits | None) -> np.ndarray:
+        """The uint32 mask of one walk of the whole trie from ``state`` (EOS not set)."""
+        words = np.zeros(self.words, dtype=np.uint32)
+        self._finish(self._start(state, words, exits), words, exits)
+        return words
 
     def _children(self, nodes: np.ndarray) -> np.ndarray:
         trie = self.trie
