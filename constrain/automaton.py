@@ -479,7 +479,8 @@ class Automaton:
         (stack,) = config
         if stack == EMPTY_STACK:
             return None
-        return self.terms.leading_run(self._stack_frames[stack][0])
+        with self._lock:  # it may derive the run's item, which makes terms
+            return self.terms.leading_run(self._stack_frames[stack][0])
 
     def bounded_twin(self, state: int, length: int) -> int:
         """A state no string of at most ``length`` bytes tells apart from ``state``
@@ -495,10 +496,10 @@ class Automaton:
         if len(config) != 1 or config[0] == EMPTY_STACK:
             return state
         top, rest = self._stack_frames[config[0]]
-        lowered = self.terms.with_counts_at_most(top, length + 1)
-        if lowered == top:
-            return state
-        with self._lock:
+        with self._lock:  # making terms and states
+            lowered = self.terms.with_counts_at_most(top, length + 1)
+            if lowered == top:
+                return state
             stack = self._push(rest, lowered)
             return self.DEAD if stack == DEAD_STACK else self._intern((stack,))
 
