@@ -428,8 +428,8 @@ class Automaton:
         """
         rows, steps = self._rows, self._steps
         for byte in data:
-            if rows[state, 0] >= 0:
-                state = int(rows[state, byte])
+            if rows.item(state, 0) >= 0:  # .item: a Python int, ~3x cheaper than indexing
+                state = rows.item(state, byte)
             else:
                 found = steps.get((state, byte))
                 if found is None:
