@@ -317,36 +317,43 @@ def prefix_tree(entries: Sequence[tuple[Sequence[Any], Expr]],
     Seq(items=(Bytes(ranges=((97, 97),)), Alt(items=(Bytes(ranges=((98, 98),)), Bytes(ranges=((99, 99),))))))
     """
     ordered = sorted(entries, key=lambda e: e[0])
+    # Common prefix lengths of neighbours: the keys sharing a branch are a run of sorted
+    # neighbours, and their shared prefix is the least of these over the run.
+    shared = [_common_prefix_length(key, nxt) for (key, _), (nxt, _) in pairwise(ordered)]
     for (key, _), (nxt, _) in pairwise(ordered):
         if key == nxt:
             raise GrammarError(f"prefix_tree keys must be distinct: {key!r} twice")
-    return _prefix_tree(ordered, 0, unit)
+    return _prefix_tree(ordered, shared, 0, len(ordered), 0, unit)
 
 
-def _prefix_tree(entries: Sequence[tuple[Sequence[Any], Expr]], depth: int,
-                 unit: Callable[[Any], Expr]) -> Expr:
-    options: list[Expr] = []
+def _common_prefix_length(a: Sequence[Any], b: Sequence[Any]) -> int:
+    n = min(len(a), len(b))
     i = 0
-    while i < len(entries):
+    while i < n and a[i] == b[i]:
+        i += 1
+    return i
+
+
+def _prefix_tree(entries: Sequence[tuple[Sequence[Any], Expr]], shared: Sequence[int],
+                 lo: int, hi: int, depth: int, unit: Callable[[Any], Expr]) -> Expr:
+    """The tree of ``entries[lo:hi]``, whose keys agree on their first ``depth`` elements."""
+    options: list[Expr] = []
+    i = lo
+    while i < hi:
         key, tail = entries[i]
         if len(key) == depth:
             options.append(tail)
             i += 1
             continue
-        j = i
-        while j < len(entries) and len(entries[j][0]) > depth and (
-                entries[j][0][depth] == key[depth]):
+        # The run of keys that go on with the same element, and how far they agree (a key
+        # alone: to its end, without recursing once per element).
+        j = i + 1
+        end = len(key)
+        while j < hi and shared[j - 1] > depth:
+            end = min(end, shared[j - 1])
             j += 1
-        # Walk a run where only one key continues without recursing once per element.
-        end = depth + 1
-        if j == i + 1:
-            end = len(key)
-        else:
-            while all(len(entries[k][0]) > end for k in range(i, j)) and all(
-                    entries[k][0][end] == key[end] for k in range(i, j)):
-                end += 1
         options.append(seq(*(unit(key[d]) for d in range(depth, end)),
-                           _prefix_tree(entries[i:j], end, unit)))
+                           _prefix_tree(entries, shared, i, j, end, unit)))
         i = j
     return alt(*options)
 
