@@ -92,7 +92,7 @@ def main(argv: list[str] | None = None) -> int:
     print("ttfm:", _stats([t for r in ok for t in r["ttfm_us"]]))
     print("tbm: ", _stats([t for r in ok for t in r["tbm_us"]]))
     for r in results:
-        if r["status"] in ("error", "wrong"):
+        if r["status"] in ("error", "wrong", "timeout"):
             print(f"  {r['status']}: {r['id']} {r.get('detail', '')}")
     costliest = sorted(ok, key=lambda r: -sum(r["tbm_us"]))[: args.top]
     for r in costliest:

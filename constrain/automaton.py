@@ -108,6 +108,10 @@ class Automaton:
         # holding a lexical term (a regex, a choice set), so it never splits into a head
         # and a tail nor into structured alternatives.
         self.regular = len(self.rule_terms) == 1 and self.terms.is_lexical(self.rule_terms[0])
+        # Set by build_all when the states double level after level (a union of positions
+        # that keeps growing, as in ``(a|b)*a(a|b){20}``): decoding meets new states at
+        # every step, while the members of their unions stay few.
+        self.exponential = False
         self._check_left_recursion()
         self._lock = threading.RLock()
         # Persistent stacks: id -> (top term, id of the stack below); id 0 is empty.
@@ -504,22 +508,36 @@ class Automaton:
             return self.DEAD if stack == DEAD_STACK else self._intern((stack,))
 
     def alternatives(self, state: int, limit: int) -> list[int] | None:
-        """States whose languages' union is ``state``'s: one per candidate stack, or one
-        per member of a union on top of the only stack. ``None`` when there are fewer
-        than two or more than ``limit``, or when the members are lexical (see
-        :meth:`head_split`): alternatives of a regex, a choice set or an enum share their
-        prefixes and are cheaper walked together.
+        """:meth:`members` where they have structure; ``None`` as well when the members
+        are lexical (see :meth:`head_split`): alternatives of a regex, a choice set or an
+        enum share their prefixes and are cheaper walked together.
 
         A member with structure recurs in many unions (the keys still allowed in objects
         that have written different members so far, the branches of an ``anyOf`` alive
         after different prefixes), so what is learnt about it is shared.
         """
         config = self._configs[state]
-        if len(config) > limit:
-            return None
         t, frames = self.terms, self._stack_frames
         if all(s == EMPTY_STACK or (t.is_lexical(frames[s][0]) and frames[s][1] == EMPTY_STACK)
                for s in config):
+            return None
+        if len(config) == 1 and t.is_lexical(frames[config[0]][0]):
+            return None
+        return self.members(state, limit)
+
+    def members(self, state: int, limit: int) -> list[int] | None:
+        """States whose languages' union is ``state``'s: one per candidate stack, or one
+        per live member of a union on top of the only stack. ``None`` when there are
+        fewer than two or more than ``limit``, or when a member's emptiness is hard to
+        decide.
+
+        >>> from constrain.grammar import Grammar, alt, literal
+        >>> a = Automaton(Grammar.single(alt(literal("ab"), literal("cd"))))
+        >>> [a.matches(b"ab"), a.matches(b"cd")], len(a.members(a.start, 8))
+        ([True, True], 2)
+        """
+        config = self._configs[state]
+        if len(config) > limit:
             return None
         with self._lock:
             if len(config) > 1:
@@ -529,7 +547,7 @@ class Automaton:
                 return None
             top, rest = self._stack_frames[stack]
             members = self.terms.alternatives(top)
-            if not 1 < len(members) <= limit or t.is_lexical(top):
+            if not 1 < len(members) <= limit:
                 return None
             # Members whose emptiness is hard to decide stay together: walked alone, they
             # ask the automaton much harder questions than their union does.
@@ -603,7 +621,8 @@ class Automaton:
         (``[0-9]{1,1000}``: a state per count), or, in an infinite language,
         breadth-first levels that double twice in a row up to more than 8 states
         (``(a|b)*a(a|b){20}``, whose states double with every byte up to 2**21; a single
-        wide level is the inside of multi-byte characters).
+        wide level is the inside of multi-byte characters); then :attr:`exponential` is
+        set.
 
         >>> from constrain.grammar import Grammar, literal, alt
         >>> a = Automaton(Grammar.single(alt(literal("ab"), literal("b"))))
@@ -635,6 +654,7 @@ class Automaton:
             width = len(following)
             if (self.terms.has_loop and width > 8 and width >= 2 * widths[-1]
                     and widths[-1] >= 2 * widths[-2]):
+                self.exponential = True
                 return False
             widths.append(width)
             level = following

@@ -60,7 +60,11 @@ class TokenMasks:
         self._eos_words = np.zeros(self.words, dtype=np.int32)
         _set_bits(self._eos_words, self._eos)
         self._masks: dict[int, np.ndarray] = {}
-        self._lock = threading.Lock()
+        # Reentrant: a union's mask is made from its members' masks (see _union_mask).
+        self._lock = threading.RLock()
+        self._unions: dict[tuple[int, ...], np.ndarray] = {}
+        self._sizes: dict[int, int] = {}
+        self._holding: dict[tuple[int, int], bool] = {}
         # Per automaton state: ASCII characters it may consume as a run (bits 0-63, 64-127),
         # whether every non-ASCII character may be in the run too, how many characters the
         # run may have, and whether this was computed yet. A subtree whose every suffix is
@@ -120,8 +124,14 @@ class TokenMasks:
     def _compute(self, state: int) -> np.ndarray:
         trie = self.trie
         accepting = state != Automaton.DEAD and self.automaton.is_accepting(state)
+        automaton = self.automaton
+        members = None
+        if automaton.exponential and state != Automaton.DEAD:
+            members = automaton.members(state, _MAX_MEMBERS)
+        if members is not None:
+            return self._union_mask(members)  # EOS included: the members' masks hold it
         if state != Automaton.DEAD and trie.max_depth and self.use_compiled:
-            if self.automaton.regular:  # no plans to compose: one walk, kept by nobody else
+            if automaton.regular:  # no plans to compose: one walk, kept by nobody else
                 packed = self._walk_whole(state, None).view(np.int32)
             else:
                 words = self._plan(state).words
@@ -136,6 +146,46 @@ class TokenMasks:
             packed |= self._eos_words
         packed.flags.writeable = False
         return packed
+
+    def _union_mask(self, members: list[int]) -> np.ndarray:
+        """The mask of a union: the OR of its members' masks, leaving out every mask that
+        another one holds (memoized per set of members left).
+
+        Used where the automaton's states grow exponentially (:attr:`Automaton.exponential`):
+        each decoding step meets new states, walking each would build a row for every state
+        under the trie, while their members recur. In ``(a|b)*a(a|b){20}`` the loop's mask
+        holds every other member's, so every state's mask is one of two arrays.
+        """
+        chosen: list[int] = []
+        for member in sorted(members, key=lambda m: (-self._size(m), m)):
+            if not any(self._holds(c, member) for c in chosen):
+                chosen.append(member)
+        key = tuple(sorted(chosen))
+        found = self._unions.get(key)
+        if found is None:
+            found = self.mask(key[0])
+            if len(key) > 1:
+                found = found.copy()
+                for member in key[1:]:
+                    found |= self.mask(member)
+                found.flags.writeable = False
+            self._unions[key] = found
+        return found
+
+    def _size(self, state: int) -> int:
+        found = self._sizes.get(state)
+        if found is None:
+            bits = np.unpackbits(self.mask(state).view(np.uint8))
+            found = self._sizes[state] = int(np.count_nonzero(bits))
+        return found
+
+    def _holds(self, state: int, other: int) -> bool:
+        """Whether ``state``'s mask holds every token of ``other``'s (memoized)."""
+        found = self._holding.get((state, other))
+        if found is None:
+            found = not (self.mask(other) & ~self.mask(state)).any()
+            self._holding[(state, other)] = found
+        return found
 
     def _plan(self, state: int, with_exits: bool = False) -> _Plan:
         """What the compiled walk knows about ``state``, built from the plans of smaller

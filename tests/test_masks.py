@@ -336,6 +336,55 @@ def test_counts_beyond_the_longest_token_share_one_mask(qwen_vocab: Vocabulary) 
                        engine=walk_kernel.available())
 
 
+
+def _strings_over(alphabet: str, longest: int) -> list[bytes]:
+    words = [""]
+    out: list[bytes] = []
+    for _ in range(longest):
+        words = [w + c for w in words for c in alphabet]
+        out += [w.encode() for w in words]
+    return out
+
+
+# Determinized, their states double with every byte (2**n of them): masks come from the
+# members of each state's union instead of a walk per state.
+EXPONENTIAL_PATTERNS = {
+    "loop-dominates": r"(a|b)*a(a|b){12}",
+    "members-differ": r"(a|b)*a(a|b){10}c",
+    "three-letters": r"[abc]*a[abc]{9}(c|ba)",
+}
+
+
+@pytest.mark.parametrize("engine", ENGINES)
+@pytest.mark.parametrize("pattern", EXPONENTIAL_PATTERNS.values(),
+                         ids=EXPONENTIAL_PATTERNS.keys())
+def test_exponential_automaton_masks_from_members_equal_brute_force(pattern: str,
+                                                                    engine: bool) -> None:
+    tokens: list[bytes | None] = [*_strings_over("abc", 5), b"ax", b" a", None]
+    vocab = Vocabulary.from_token_bytes(tokens, eos_token_ids=[len(tokens) - 1])
+    automaton = automaton_for(pattern)
+    assert not automaton.build_all(128) and automaton.exponential
+    states = walk_states(automaton, seed=5, walks=10, max_len=30)
+    assert sum(automaton.members(s, 64) is not None for s in states) > len(states) // 2
+    assert_masks_match(automaton, vocab, states, engine)
+
+
+def test_exponential_automaton_states_share_their_loops_mask() -> None:
+    """In ``(a|b)*a(a|b){12}`` the loop's mask holds every other member's: all states
+    that cannot end share one mask array, and all that can end share another."""
+    tokens: list[bytes | None] = [*_strings_over("ab", 6), None]
+    vocab = Vocabulary.from_token_bytes(tokens, eos_token_ids=[len(tokens) - 1])
+    automaton = automaton_for(EXPONENTIAL_PATTERNS["loop-dominates"])
+    automaton.build_all(128)
+    masks = TokenMasks(automaton, vocab)
+    states = walk_states(automaton, seed=8, walks=20, max_len=40)
+    arrays = {automaton.is_accepting(s): set() for s in states}
+    for state in states:
+        arrays[automaton.is_accepting(state)].add(id(masks.mask(state)))
+    assert len(states) > 100 and [len(a) for a in arrays.values()] == [1] * len(arrays)
+    assert masks.allowed_token_ids(automaton.start).tolist() == list(range(len(tokens) - 1))
+
+
 # ---------------------------------------------------------------- head plans (split masks)
 
 NESTED_SCHEMAS = {
