@@ -525,6 +525,19 @@ class Automaton:
             return None
         return self.members(state, limit)
 
+    def fingerprint(self, state: int) -> bytes | None:
+        """For a state that is one lexical term and nothing after it (a head, see
+        :meth:`head_split`), a digest of that term's structure, equal across automata
+        (:meth:`TermStore.fingerprint`); ``None`` for any other state."""
+        config = self._configs[state]
+        if len(config) != 1 or config[0] == EMPTY_STACK:
+            return None
+        top, rest = self._stack_frames[config[0]]
+        if rest != EMPTY_STACK:
+            return None
+        with self._lock:
+            return self.terms.fingerprint(top)
+
     def members(self, state: int, limit: int) -> list[int] | None:
         """States whose languages' union is ``state``'s: one per candidate stack, or one
         per live member of a union on top of the only stack. ``None`` when there are

@@ -6,6 +6,10 @@
   written by another version is detected, deleted and rebuilt.
 * Compiled constraints live in a bounded in-memory LRU keyed by (kind, spec, vocabulary,
   options); they are immutable, so one object serves every caller and thread.
+* What the mask engine learns about a piece of text that recurs across constraints (a
+  JSON string, whitespace then a quote, a number), per vocabulary: see
+  :func:`recurring`. Kept once a piece is met in a second constraint, so pieces met once
+  (an object's own keys) do not crowd it.
 
 The disk cache is off until :func:`set_cache_dir` names a directory (no environment
 variable changes behaviour silently).
@@ -36,7 +40,10 @@ from .errors import CacheError
 from .token_trie import TokenTrie
 from .vocab import Vocabulary
 
-__all__ = ["set_cache_dir", "cache_dir", "token_trie", "memoized_compile", "clear_memory_caches"]
+__all__ = [
+    "set_cache_dir", "cache_dir", "token_trie", "memoized_compile", "recurring",
+    "RecurringCache", "clear_memory_caches",
+]
 
 _FORMAT = "constrain-trie-v1"
 _lock = threading.Lock()
@@ -44,6 +51,7 @@ _cache_dir: Path | None = None
 _tries: dict[str, TokenTrie] = {}
 _compiled: OrderedDict[Hashable, object] = OrderedDict()
 MAX_COMPILED = 256
+_recurring: dict[tuple[str, str], RecurringCache] = {}
 
 T = TypeVar("T")
 
@@ -74,6 +82,7 @@ def clear_memory_caches() -> None:
     with _lock:
         _tries.clear()
         _compiled.clear()
+        _recurring.clear()
 
 
 def token_trie(vocab: Vocabulary) -> TokenTrie:
@@ -160,3 +169,57 @@ def memoized_compile(key: Hashable, build: Callable[[], T]) -> T:
         while len(_compiled) > MAX_COMPILED:
             _compiled.popitem(last=False)
     return value
+
+
+class RecurringCache:
+    """Values keyed by content, kept from the second time a key is offered on (the first
+    time only the key is remembered), up to ``capacity`` values, least recently used out
+    first. Thread-safe.
+
+    >>> c = RecurringCache(capacity=2)
+    >>> c.offer(b"k", 1); c.get(b"k") is None
+    True
+    >>> c.offer(b"k", 1); c.get(b"k")
+    1
+    """
+
+    def __init__(self, capacity: int, sightings: int = 65536) -> None:
+        self.capacity = capacity
+        self._values: OrderedDict[Hashable, object] = OrderedDict()
+        self._seen: OrderedDict[Hashable, None] = OrderedDict()
+        self._sightings = sightings
+        self._lock = threading.Lock()
+
+    def get(self, key: Hashable) -> object | None:
+        with self._lock:
+            found = self._values.get(key)
+            if found is not None:
+                self._values.move_to_end(key)
+            return found
+
+    def offer(self, key: Hashable, value: object) -> None:
+        with self._lock:
+            if key in self._values:
+                return
+            if key not in self._seen:
+                self._seen[key] = None
+                if len(self._seen) > self._sightings:
+                    self._seen.popitem(last=False)
+                return
+            self._values[key] = value
+            while len(self._values) > self.capacity:
+                self._values.popitem(last=False)
+
+    def __len__(self) -> int:
+        return len(self._values)
+
+
+def recurring(vocab: Vocabulary, name: str, capacity: int) -> RecurringCache:
+    """The process-wide :class:`RecurringCache` called ``name`` for ``vocab`` (made with
+    ``capacity`` the first time it is asked for)."""
+    key = (vocab.fingerprint, name)
+    with _lock:
+        found = _recurring.get(key)
+        if found is None:
+            found = _recurring[key] = RecurringCache(capacity)
+        return found

@@ -14,6 +14,13 @@ written different members, the same member under different callers) and walks on
 the trie nodes where the head may end; a union with structure in its members is the union
 of its members' plans. Without that, each such state would walk its head again, building
 automaton rows for every pairing of a position inside the head with what follows it.
+A head is the same text in other constraints too (a JSON string, whitespace then a quote,
+a number): once met in a second constraint, its plan is kept per vocabulary for all.
+
+Where an automaton's states double with every byte (``(a|b)*a(a|b){20}``, see
+:attr:`Automaton.exponential`), decoding meets a new state at every step but few distinct
+members of their unions: a state's mask is the OR of its members' masks, leaving out any
+that another one holds.
 
 >>> from constrain.automaton import Automaton
 >>> from constrain.grammar import Grammar, literal, alt
@@ -34,7 +41,7 @@ import numpy as np
 
 from . import walk_kernel
 from .automaton import Automaton
-from .cache import token_trie
+from .cache import recurring, token_trie
 from .token_trie import TokenTrie
 from .utf8 import UTF8_BOUNDARY, UTF8_MULTIBYTE_EDGES
 from .vocab import Vocabulary
@@ -48,7 +55,12 @@ def mask_words(size: int) -> int:
 
 
 class TokenMasks:
-    """Memoized masks of one automaton over one vocabulary (thread-safe)."""
+    """Memoized masks of one automaton over one vocabulary (thread-safe).
+
+    Plans of heads (see :meth:`_plan`) that recur across constraints are shared through
+    :func:`constrain.cache.recurring` by every ``TokenMasks`` on the vocabulary's own
+    trie; one given another ``trie`` keeps its plans to itself.
+    """
 
     def __init__(self, automaton: Automaton, vocab: Vocabulary, trie: TokenTrie | None = None,
                  use_compiled: bool | None = None):
@@ -77,6 +89,10 @@ class TokenMasks:
         self.use_compiled = walk_kernel.available() if use_compiled is None else use_compiled
         self._walk = walk_kernel.TrieWalk(self.trie) if self.use_compiled else None
         self._plans: dict[int, _Plan] = {}
+        # Heads recur across constraints (a JSON string, whitespace then a quote, a
+        # number): their plans are shared by every constraint on this vocabulary's trie.
+        self._recurring = (recurring(vocab, "head plans", _RECURRING_PLANS)
+                           if trie is None and self.use_compiled else None)
 
     def mask(self, state: int) -> np.ndarray:
         """The packed int32 mask of ``state`` (read-only; EOS set iff the state may end)."""
@@ -228,12 +244,22 @@ class TokenMasks:
                 if split.tail_can_end:  # the state may end where its head does
                     ends = np.unique(np.concatenate([ends, inner.exits]))
         else:
+            fingerprint = None
+            if with_exits and self._recurring is not None:
+                fingerprint = automaton.fingerprint(state)
+                if fingerprint is not None:
+                    shared = self._recurring.get(fingerprint)
+                    if shared is not None:
+                        found = self._plans[state] = shared  # type: ignore[assignment]
+                        return found  # type: ignore[return-value]
             words = self._walk_whole(state, exits)
             if exits is not None:
                 ends = np.array(exits.nodes, dtype=np.int64)
         words.flags.writeable = False
         seeds = None if ends is None else self._children(ends)
         found = self._plans[state] = _Plan(words, ends, seeds)
+        if members is None and split is None and fingerprint is not None:
+            self._recurring.offer(fingerprint, found)  # type: ignore[union-attr]
         return found
 
     def _walk_whole(self, state: int, exits: walk_kernel.Exits | None) -> np.ndarray:
@@ -418,6 +444,9 @@ class TokenMasks:
 
 
 _LOW64 = (1 << 64) - 1
+# Head plans kept per vocabulary across constraints (each holds a mask row, ~19 KB on a
+# 151k vocabulary, and the trie nodes where the head may end).
+_RECURRING_PLANS = 1024
 # Unions of at most this many members get their plan from their members' plans; a larger
 # one (an enum of many strings, say) is cheaper walked as a whole.
 _MAX_MEMBERS = 64

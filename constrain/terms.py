@@ -20,6 +20,7 @@ instead of unrolling, and intersection and complement directly, so ``(a|b)*a(a|b
 
 from __future__ import annotations
 
+import hashlib
 from collections.abc import Callable, Iterable
 from typing import Any
 
@@ -67,6 +68,7 @@ class TermStore:
         self._byte_derivatives: dict[tuple[int, int], tuple[int, Refs]] = {}
         self._live: dict[int, bool] = {EMPTYSET: False, EPS: True}
         self._single_chars: dict[int, tuple[int, bool]] = {}
+        self._fingerprints: dict[int, bytes] = {}
         self._builders: dict[int, Callable[[], int]] = {}
         self._forced: dict[int, int] = {}
         self._lazy_live: dict[int, Callable[[], bool]] = {}
@@ -625,6 +627,50 @@ class TermStore:
             if bits & bit:
                 return nxt, {}
         return EMPTYSET, {}
+
+    def fingerprint(self, term: int) -> bytes | None:
+        """A digest of a lexical term's structure, the same for equal structures in any
+        store (so across automata); ``None`` for a term with a rule reference or a lazy
+        term inside, whose meaning depends on its automaton (memoized).
+
+        >>> a, b = TermStore(), TermStore()
+        >>> b.byte_set([0x62])  # ids differ between the stores from here on
+        2
+        >>> def ab(s): return s.alt([s.seq(s.byte_set([0x61]), s.byte_set([0x62])), s.byte_set([0x63])])
+        >>> a.fingerprint(ab(a)) == b.fingerprint(ab(b)) != a.fingerprint(a.byte_set([0x61]))
+        True
+        """
+        if self._open_flag[term]:
+            return None
+        found = self._fingerprints.get(term)
+        if found is not None:
+            return found
+        todo = [term]  # post-order without recursion: concatenations nest as deep as they are long
+        while todo:
+            t = todo[-1]
+            if t in self._fingerprints:
+                todo.pop()
+                continue
+            kind, args = self._kind[t], self._args[t]
+            parts = () if kind == _BYTES else args[:1] if kind == _REP else args
+            missing = [p for p in parts if p not in self._fingerprints]
+            if missing:
+                todo.extend(missing)  # type: ignore[arg-type]
+                continue
+            todo.pop()
+            digest = hashlib.blake2b(bytes((kind,)), digest_size=16)
+            if kind == _BYTES:
+                digest.update(args[0].to_bytes(32, "little"))  # type: ignore[union-attr]
+            else:
+                children = [self._fingerprints[p] for p in parts]  # type: ignore[index]
+                if kind in (_ALT, _AND):  # their members are sorted by id, which differs
+                    children.sort()
+                for child in children:
+                    digest.update(child)
+                if kind == _REP:
+                    digest.update(repr(args[1:]).encode())
+            self._fingerprints[t] = digest.digest()
+        return self._fingerprints[term]
 
     def show(self, term: int) -> str:
         """A compact human-readable rendering, for debugging and error messages."""

@@ -304,3 +304,31 @@ def test_memoized_compile_builds_once_and_is_bounded() -> None:
     assert cache.memoized_compile(("test-key", 0), lambda: build(0)) is not first
     assert calls.count(0) == 2
     cache.clear_memory_caches()
+
+
+def test_recurring_cache_keeps_from_the_second_offer_and_is_bounded() -> None:
+    c = cache.RecurringCache(capacity=2, sightings=3)
+    for key in "abc":
+        c.offer(key, key.upper())
+    assert len(c) == 0 and c.get("a") is None  # seen once: only the key is remembered
+    for key in "abc":
+        c.offer(key, key.upper())
+    assert len(c) == 2 and c.get("a") is None  # "a" was kept first and went out first
+    assert (c.get("b"), c.get("c")) == ("B", "C")
+    c.get("b")  # used: now the most recent
+    for key in "xyz":  # three new keys push the oldest sightings out
+        c.offer(key, key)
+    c.offer("x", "X")
+    assert (c.get("b"), c.get("c"), c.get("x")) == ("B", None, "X")
+    c.offer("a", "A")  # "a" was forgotten among the sightings: seen once again
+    assert c.get("a") is None
+
+
+def test_recurring_caches_are_per_vocabulary_and_cleared(vocab: Vocabulary) -> None:
+    other = Vocabulary.from_token_bytes([b"q", None], eos_token_ids=[1])
+    mine = cache.recurring(vocab, "t", 4)
+    assert cache.recurring(vocab, "t", 4) is mine
+    assert cache.recurring(other, "t", 4) is not mine
+    assert cache.recurring(vocab, "u", 4) is not mine
+    cache.clear_memory_caches()
+    assert cache.recurring(vocab, "t", 4) is not mine

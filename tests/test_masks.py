@@ -428,6 +428,32 @@ def test_head_plans_give_the_walks_masks(schema: dict[str, Any], qwen_vocab: Voc
     assert any(plan.seeds is not None and len(plan.seeds) for plan in split._plans.values())
 
 
+
+def test_recurring_heads_share_plans_across_constraints(qwen_vocab: Vocabulary) -> None:
+    """A head met in a second constraint (here a string value after a key) is kept per
+    vocabulary, and the constraints after it use that plan instead of walking it again;
+    their masks stay those of the plain level walk."""
+    if not walk_kernel.available():
+        pytest.skip("numba not installed")
+    from constrain.json_schema import schema_to_grammar
+
+    vocab = _slice(qwen_vocab, seed=23)  # a vocabulary of its own: nothing shared yet
+    made = []
+    for keys in (["a"], ["bc", "d"], ["e"]):
+        schema = {"type": "object", "properties": {k: {"type": "string"} for k in keys},
+                  "required": keys, "additionalProperties": False}
+        automaton = Automaton(schema_to_grammar(schema))
+        shared = TokenMasks(automaton, vocab)
+        plain = TokenMasks(automaton, vocab, use_compiled=False)
+        state = automaton.step_bytes(automaton.start, f'{{"{keys[0]}": '.encode())
+        for state in [state, *walk_states(automaton, seed=4, walks=12, max_len=30)]:
+            assert np.array_equal(plain.mask(state), shared.mask(state)), state
+        made.append(list(shared._plans.values()))  # alive, so their ids stay theirs
+    ids = [{id(plan) for plan in plans} for plans in made]
+    assert not ids[0] & ids[1]  # met once before: remembered, not kept
+    assert ids[1] & ids[2]  # met twice: the third constraint uses the second's plans
+
+
 def test_kernel_refuses_a_state_outside_the_row_table() -> None:
     """The compiled walk indexes without bounds checks; started from a state its table
     does not hold (a table fetched before the state was built), it raises, not crashes."""
