@@ -137,7 +137,17 @@ class Automaton:
         if found is not None:
             return found[1]
         t = self.terms
-        if isinstance(expr, ir.Chars):
+        kind = type(expr)
+        if kind is ir.Chars:
+            result = self._chars(expr.ranges)
+        elif kind is ir.Seq:
+            # From the right, each item onto the rest: what seq_all does, without the
+            # generator (a literal key is a Seq of one Chars per character).
+            convert = self._convert
+            result = EPS
+            for item in reversed(expr.items):
+                result = t.seq(convert(item, rule), result)
+        elif isinstance(expr, ir.Chars):
             result = self._chars(expr.ranges)
         elif isinstance(expr, ir.Bytes):
             bits = 0
@@ -219,6 +229,10 @@ class Automaton:
         if found is not None:
             return found
         t = self.terms
+        if len(ranges) == 1 and ranges[0][1] < 0x80:  # ASCII: one byte set
+            lo, hi = ranges[0]
+            result = self._char_cache[ranges] = t.bytes_term(((1 << (hi - lo + 1)) - 1) << lo)
+            return result
         result = t.alt([
             t.seq_all([t.bytes_term(bits) for bits in sequence])
             for sequence in _utf8_sequences(ranges)

@@ -272,16 +272,25 @@ def _refs(expr: Expr, seen: set[int]) -> Iterable[str]:
     stack = [expr]
     while stack:
         node = stack.pop()
-        if id(node) in seen:
+        key = id(node)
+        if key in seen:
             continue
-        seen.add(id(node))
+        seen.add(key)
+        kind = type(node)
+        if kind in _LEAF_TYPES:
+            continue
         known = getattr(node, "_contents", None)  # None too for what is not an Expr
         if known is not None and not known[1]:
             continue  # no reference inside, as a walk of contents() found already
-        if isinstance(node, Ref):
-            yield node.name
+        if kind is Ref:
+            yield node.name  # type: ignore[union-attr]
+        elif kind is Seq or kind is Alt:
+            stack.extend(node.items)  # type: ignore[union-attr]
         else:
             stack.extend(children(node))
+
+
+_LEAF_TYPES = frozenset((Chars, Bytes))
 
 
 # ---------------------------------------------------------------------------------------
