@@ -148,15 +148,33 @@ class TermStore:
             return a
         # Derivatives rebuild the same concatenations over and over; re-nesting a long
         # left operand is the costly part, so the result is remembered per pair.
-        found = self._seqs.get((a, b))
+        seqs = self._seqs
+        found = seqs.get((a, b))
         if found is not None:
             return found
-        if self._kind[a] == _SEQ:
-            head, tail = self._args[a]
-            result = self.seq(head, self.seq(tail, b))  # type: ignore[arg-type]
+        if self._kind[a] != _SEQ:
+            result = seqs[(a, b)] = self._make(_SEQ, (a, b),
+                                               self._nullable[a] and self._nullable[b])
+            return result
+        # Down a's right spine to the first suffix already joined to b (or its last item),
+        # then back up: a loop, since concatenations are as deep as they are long.
+        kind, args = self._kind, self._args
+        suffixes = []
+        while kind[a] == _SEQ:
+            suffixes.append(a)
+            a = args[a][1]  # type: ignore[assignment]
+            found = seqs.get((a, b))
+            if found is not None:
+                result = found
+                break
         else:
             result = self._make(_SEQ, (a, b), self._nullable[a] and self._nullable[b])
-        self._seqs[(a, b)] = result
+            seqs[(a, b)] = result
+        nullable = self._nullable
+        for suffix in reversed(suffixes):
+            head = args[suffix][0]
+            result = self._make(_SEQ, (head, result), nullable[head] and nullable[result])  # type: ignore[index]
+            seqs[(suffix, b)] = result
         return result
 
     def seq_all(self, items: Iterable[int]) -> int:
