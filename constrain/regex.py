@@ -33,7 +33,7 @@ what users write) and returns an :data:`~constrain.grammar.Expr` for the strings
 from __future__ import annotations
 
 import re
-from collections.abc import Iterable
+from collections.abc import Iterable, Sequence
 from dataclasses import dataclass, field
 
 from .charsets import casefold_class, casefold_literal, category
@@ -503,11 +503,12 @@ class _Parser:
             return (chars(cat, negate=True).ranges if c.isupper() else cat), j
         return self.char_escape(i, c, j, True)
 
-    def class_set(self, lits: list[tuple[int, int]], cats: list[tuple[int, int]]) -> Ranges:
-        lit_ranges, cat_ranges = normalize_ranges(lits), normalize_ranges(cats)
+    def class_set(self, lits: list[tuple[int, int]],
+                  cats: list[tuple[int, int]]) -> Sequence[tuple[int, int]]:
+        """The class's code points, not yet sorted or merged (``chars`` does that)."""
         if self.flags & _I:
-            return casefold_class(lit_ranges, cat_ranges, self.unicode())
-        return normalize_ranges(lit_ranges + cat_ranges)
+            return casefold_class(normalize_ranges(lits), normalize_ranges(cats), self.unicode())
+        return lits + cats
 
     # -- groups ----------------------------------------------------------------------
     def group(self, i: int, stack: list[_Frame]) -> int:
