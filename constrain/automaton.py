@@ -552,16 +552,27 @@ class Automaton:
         with self._lock:
             return self.terms.fingerprint(top)
 
-    def members(self, state: int, limit: int) -> list[int] | None:
+    def members(self, state: int, limit: int, uncovered: bool = False) -> list[int] | None:
         """States whose languages' union is ``state``'s: one per candidate stack, or one
         per live member of a union on top of the only stack. ``None`` when there are
         fewer than two or more than ``limit``, or when a member's emptiness is hard to
         decide.
 
+        With ``uncovered``, members of a union with nothing below it are left out when a
+        loop at the start of another member accepts every byte they may consume: any
+        string of such bytes starts a match of that other member, so their tokens are
+        all allowed there already. The states returned then make the same tokens, not
+        the same language: whether the union may end is the union state's to say.
+
         >>> from constrain.grammar import Grammar, alt, literal
+        >>> from constrain.regex import parse_regex
         >>> a = Automaton(Grammar.single(alt(literal("ab"), literal("cd"))))
         >>> [a.matches(b"ab"), a.matches(b"cd")], len(a.members(a.start, 8))
         ([True, True], 2)
+        >>> a = Automaton(Grammar.single(parse_regex("[ab]*a[ab]{3}")))
+        >>> state = a.step_bytes(a.start, b"a")
+        >>> len(a.members(state, 8)), a.members(state, 8, uncovered=True) == [a.start]
+        (2, True)
         """
         config = self._configs[state]
         if len(config) > limit:
@@ -581,7 +592,10 @@ class Automaton:
             live = [self.terms.is_live_within(m, _MEMBER_LIVENESS_BUDGET) for m in members]
             if None in live:
                 return None
-            stacks = {self._push(rest, m) for m, ok in zip(members, live) if ok}
+            members = tuple(m for m, ok in zip(members, live) if ok)
+            if uncovered and rest == EMPTY_STACK:  # only a live loop covers anything
+                members = _uncovered(self.terms, members)
+            stacks = {self._push(rest, m) for m in members}
             return [self._intern((s,)) for s in stacks - {DEAD_STACK}]
 
     def head_split(self, state: int) -> HeadSplit | None:
@@ -698,6 +712,24 @@ class Automaton:
             out.append(int(live[0]))
             state = int(row[live[0]])
         return bytes(out)
+
+
+def _uncovered(terms: TermStore, members: tuple[int, ...]) -> tuple[int, ...]:
+    """``members`` without those whose alphabet the loop at the start of another one
+    holds (see :meth:`Automaton.members`); of members with equal loops, the first stays."""
+    loops: dict[int, int] = {}  # loop bytes -> the first member starting with that loop
+    for i, member in enumerate(members):
+        bits = terms.free_prefix(member)
+        if bits:
+            loops.setdefault(bits, i)
+    if not loops:
+        return members
+    kept = []
+    for i, member in enumerate(members):
+        alphabet = terms.alphabet(member)
+        if not any(alphabet & ~bits == 0 and j != i for bits, j in loops.items()):
+            kept.append(member)
+    return tuple(kept)
 
 
 @lru_cache(maxsize=4096)

@@ -143,9 +143,9 @@ class TokenMasks:
         automaton = self.automaton
         members = None
         if automaton.exponential and state != Automaton.DEAD:
-            members = automaton.members(state, _MAX_MEMBERS)
+            members = automaton.members(state, _MAX_MEMBERS, uncovered=True)
         if members is not None:
-            return self._union_mask(members)  # EOS included: the members' masks hold it
+            return self._union_mask(members, accepting)
         if state != Automaton.DEAD and trie.max_depth and self.use_compiled:
             if automaton.regular:  # no plans to compose: one walk, kept by nobody else
                 packed = self._walk_whole(state, None).view(np.int32)
@@ -163,27 +163,35 @@ class TokenMasks:
         packed.flags.writeable = False
         return packed
 
-    def _union_mask(self, members: list[int]) -> np.ndarray:
-        """The mask of a union: the OR of its members' masks, leaving out every mask that
-        another one holds (memoized per set of members left).
+    def _union_mask(self, members: list[int], accepting: bool) -> np.ndarray:
+        """The mask of a union from its members (``Automaton.members(...,
+        uncovered=True)``: those a loop of another one covers are left out, and their
+        masks never made): the OR of their masks, leaving out every mask that another one
+        holds; EOS iff the union may end (memoized per set of members left).
 
         Used where the automaton's states grow exponentially (:attr:`Automaton.exponential`):
         each decoding step meets new states, walking each would build a row for every state
-        under the trie, while their members recur. In ``(a|b)*a(a|b){20}`` the loop's mask
-        holds every other member's, so every state's mask is one of two arrays.
+        under the trie, while their members recur. In ``(a|b)*a(a|b){20}`` the loop covers
+        every other member, so every state's mask is one of two arrays.
         """
         chosen: list[int] = []
-        for member in sorted(members, key=lambda m: (-self._size(m), m)):
+        ordered = sorted(members, key=lambda m: (-self._size(m), m)) if len(members) > 1 else members
+        for member in ordered:
             if not any(self._holds(c, member) for c in chosen):
                 chosen.append(member)
-        key = tuple(sorted(chosen))
+        key = (*sorted(chosen), accepting)
         found = self._unions.get(key)
         if found is None:
             found = self.mask(key[0])
-            if len(key) > 1:
+            ends = bool((found & self._eos_words).any())  # the member may end
+            if len(key) > 2 or (ends != accepting and len(self._eos)):
                 found = found.copy()
-                for member in key[1:]:
+                for member in key[1:-1]:
                     found |= self.mask(member)
+                if accepting:
+                    found |= self._eos_words
+                else:
+                    found &= ~self._eos_words
                 found.flags.writeable = False
             self._unions[key] = found
         return found

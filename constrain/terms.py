@@ -69,6 +69,7 @@ class TermStore:
         self._live: dict[int, bool] = {EMPTYSET: False, EPS: True}
         self._single_chars: dict[int, tuple[int, bool]] = {}
         self._fingerprints: dict[int, bytes] = {}
+        self._alphabets: dict[int, int] = {}
         self._builders: dict[int, Callable[[], int]] = {}
         self._forced: dict[int, int] = {}
         self._lazy_live: dict[int, Callable[[], bool]] = {}
@@ -645,6 +646,45 @@ class TermStore:
             if bits & bit:
                 return nxt, {}
         return EMPTYSET, {}
+
+    def alphabet(self, term: int) -> int:
+        """Every byte ``term`` may ever consume, as a 256-bit set (all bytes where a rule
+        reference or a lazy term is inside; memoized)."""
+        if self._open_flag[term]:
+            return ALL_BYTES
+        found = self._alphabets.get(term)
+        if found is not None:
+            return found
+        todo = [term]  # post-order without recursion, as in fingerprint
+        while todo:
+            t = todo[-1]
+            if t in self._alphabets:
+                todo.pop()
+                continue
+            kind, args = self._kind[t], self._args[t]
+            parts = () if kind == _BYTES else args[:1] if kind == _REP else args
+            missing = [p for p in parts if p not in self._alphabets]
+            if missing:
+                todo.extend(missing)  # type: ignore[arg-type]
+                continue
+            todo.pop()
+            bits = args[0] if kind == _BYTES else 0
+            for p in parts:
+                bits |= self._alphabets[p]  # type: ignore[index, operator]
+            self._alphabets[t] = bits  # type: ignore[assignment]
+        return self._alphabets[term]
+
+    def free_prefix(self, term: int) -> int:
+        """The byte set ``x`` when ``term`` is ``x*`` or ``x*·tail`` for a class ``x`` of
+        single bytes, else 0. Every string over ``x`` then starts a match of ``term``
+        (when ``tail`` is not empty)."""
+        head = self._args[term][0] if self._kind[term] == _SEQ else term
+        if self._kind[head] != _REP:  # type: ignore[index]
+            return 0
+        item, lo, hi = self._args[head]  # type: ignore[index]
+        if lo or hi is not None or self._kind[item] != _BYTES:  # type: ignore[index]
+            return 0
+        return self._args[item][0]  # type: ignore[index, return-value]
 
     def fingerprint(self, term: int) -> bytes | None:
         """A digest of a lexical term's structure, the same for equal structures in any
