@@ -445,9 +445,11 @@ class Automaton:
         a token passes through states nothing else needs the rows of.
         """
         rows, steps = self._rows, self._steps
-        for byte in data:
+        for i, byte in enumerate(data):
             if rows.item(state, 0) >= 0:  # .item: a Python int, ~3x cheaper than indexing
                 state = rows.item(state, byte)
+            elif self.exponential and len(data) - i > 1:
+                return self._step_members(state, data[i:])
             else:
                 found = steps.get((state, byte))
                 if found is None:
@@ -457,6 +459,28 @@ class Automaton:
             if state == self.DEAD:
                 return state
         return state
+
+    def _step_members(self, state: int, data: bytes) -> int:
+        """:meth:`step_bytes` from a state of an :attr:`exponential` (hence regular)
+        automaton that has no row: the members of its term's union are derived through
+        all of ``data`` and joined once at the end, instead of making a union term and a
+        state after every byte (new at almost every step there)."""
+        _ensure_recursion_limit()
+        t = self.terms
+        with self._lock:
+            (stack,) = self._configs[state]
+            members = set(t.alternatives(self._stack_frames[stack][0]))
+            for byte in data:
+                following: set[int] = set()
+                for member in members:
+                    nxt = t.derivative_byte(member, byte)[0]
+                    if nxt != EMPTYSET:
+                        following.update(t.alternatives(nxt))
+                if not following:
+                    return self.DEAD
+                members = following
+            stack = self._push(EMPTY_STACK, t.alt(members))
+            return self.DEAD if stack == DEAD_STACK else self._intern((stack,))
 
     def _step(self, state: int, byte: int) -> int:
         _ensure_recursion_limit()
@@ -724,10 +748,14 @@ def _uncovered(terms: TermStore, members: tuple[int, ...]) -> tuple[int, ...]:
             loops.setdefault(bits, i)
     if not loops:
         return members
+    alphabet = terms.alphabet
+    if len(loops) == 1:  # the common case, without the general loop below
+        ((bits, first),) = loops.items()
+        return tuple(m for i, m in enumerate(members) if i == first or alphabet(m) & ~bits)
     kept = []
     for i, member in enumerate(members):
-        alphabet = terms.alphabet(member)
-        if not any(alphabet & ~bits == 0 and j != i for bits, j in loops.items()):
+        own = alphabet(member)
+        if not any(own & ~bits == 0 and j != i for bits, j in loops.items()):
             kept.append(member)
     return tuple(kept)
 

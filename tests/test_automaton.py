@@ -1071,3 +1071,26 @@ def test_a_dropped_automaton_is_freed_without_the_garbage_collector() -> None:
     finally:
         if was_enabled:
             gc.enable()
+
+
+def test_exponential_automaton_steps_through_a_token_to_the_same_state() -> None:
+    """An exponential automaton follows a multi-byte token by deriving its union's members
+    through all of it and joining them once; the state reached is the one byte-by-byte
+    steps reach (terms are canonical), on random strings, rejections included."""
+    a = Automaton(g1(seq(star(AB), A_, repeat(AB, 12, 12), literal("c"))))
+    assert not a.build_all(128) and a.exponential
+    rng = random.Random(7)
+    for _ in range(300):
+        state = a.start
+        for _ in range(rng.randint(1, 6)):
+            chunk = bytes(rng.choice(b"aabbc") for _ in range(rng.randint(2, 6)))
+            whole = a.step_bytes(state, chunk)
+            byte_by_byte = state
+            for b in chunk:
+                byte_by_byte = a.step_bytes(byte_by_byte, bytes([b]))
+            assert whole == byte_by_byte, (state, chunk)
+            if whole == Automaton.DEAD:
+                break
+            state = whole
+    assert a.matches(b"ab" * 9 + b"a" + b"b" * 12 + b"c")
+    assert not a.matches(b"ab" * 9 + b"a" + b"b" * 11 + b"c")
