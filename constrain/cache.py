@@ -78,7 +78,8 @@ def cache_dir() -> Path | None:
 
 
 def clear_memory_caches() -> None:
-    """Forget in-memory tries and compiled constraints (the disk cache is kept)."""
+    """Forget in-memory tries, compiled constraints and recurring plans (the disk cache is
+    kept)."""
     with _lock:
         _tries.clear()
         _compiled.clear()
