@@ -90,20 +90,36 @@ class Automaton:
     def _build(self, grammar: ir.Grammar, options: AutomatonOptions | None) -> None:
         self.options = options or AutomatonOptions()
         self.grammar = grammar
-        self._rule_index = {name: i for i, name in enumerate(grammar.rules)}
+        library = grammar.library
+        # A library's rules are numbered first, as in its own store (see _library_start).
+        names = list(grammar.rules)
+        if library is not None:
+            names = [*library.rules, *(n for n in names if n not in library.rules)]
+        self._rule_names = names
+        self._rule_index = {name: i for i, name in enumerate(names)}
         rule_nullable = _rule_fixpoint(grammar, _expr_nullable)
         # A rule that can never finish (recursion without a base case) has an empty
         # language; its references become the empty set so no path leads into it.
         self._rule_productive = _rule_fixpoint(grammar, _expr_productive)
-        self.terms = TermStore(
-            self.options.max_terms, [rule_nullable[n] for n in grammar.rules]
-        )
-        self._converted: dict[int, tuple[ir.Expr, int]] = {}
+        nullable_by_index = [rule_nullable[n] for n in names]
         self._parts_memo: dict[int, tuple[tuple[ir.Expr, ...], bool]] = {}
         self._productive_memo: dict[int, tuple[ir.Expr, bool]] = {}
-        self._char_cache: dict[tuple[tuple[int, int], ...], int] = {}
-        self._utf8_star: int | None = None
-        self.rule_terms = [self._convert(expr, name) for name, expr in grammar.rules.items()]
+        self._live_memo: dict[int, tuple[ir.Expr, bool]] = {}
+        start = _library_start(library, self.options) if library is not None else None
+        if start is None:
+            self.terms = TermStore(self.options.max_terms, nullable_by_index)
+            self._converted: dict[int, tuple[ir.Expr, int]] = {}
+            self._char_cache: dict[tuple[tuple[int, int], ...], int] = {}
+            self._utf8_star: int | None = None
+            done: list[int] = []
+        else:
+            self.terms = start.terms.fork(self.options.max_terms, nullable_by_index)
+            self._converted = start._converted.copy()
+            self._char_cache = start._char_cache.copy()
+            self._utf8_star = start._utf8_star
+            done = start.rule_terms[:len(library.rules)]  # type: ignore[union-attr]
+        rules = grammar.rules
+        self.rule_terms = done + [self._convert(rules[name], name) for name in names[len(done):]]
         # One rule, no reference and no lazy term inside: every state is a single stack
         # holding a lexical term (a regex, a choice set), so it never splits into a head
         # and a tail nor into structured alternatives.
@@ -203,7 +219,30 @@ class Automaton:
                       live=lambda: me()._needs_live(needs, rule))  # type: ignore[union-attr]
 
     def _needs_live(self, needs: tuple[ir.Expr, ...], rule: str) -> bool:
-        return all(self.terms.is_live(self._convert(n, rule)) for n in needs)
+        return all(self._live(n, rule) for n in needs)
+
+    def _live(self, expr: ir.Expr, rule: str) -> bool:
+        """Whether ``expr``'s term would be live, converting only its intersections and
+        complements: a need is often a whole object whose one boolean part is a key
+        pattern, and converting all of it would undo the laziness of the node needing it."""
+        if not ir.contents(expr)[0]:
+            return self._productive(expr)
+        found = self._live_memo.get(id(expr))
+        if found is not None:
+            return found[1]
+        kind = type(expr)
+        if kind is ir.Seq:
+            result = all(self._live(i, rule) for i in expr.items)
+        elif kind is ir.Alt:
+            result = any(self._live(i, rule) for i in expr.items)
+        elif kind is ir.Repeat:
+            result = expr.min == 0 or self._live(expr.item, rule)
+        elif kind is ir.Lazy:
+            result = all(self._live(n, rule) for n in expr.needs)
+        else:  # an intersection or a complement: decided on its term
+            result = self.terms.is_live(self._convert(expr, rule))
+        self._live_memo[id(expr)] = (expr, result)
+        return result
 
     def _productive(self, expr: ir.Expr) -> bool:
         found = self._productive_memo.get(id(expr))
@@ -245,7 +284,7 @@ class Automaton:
         first: dict[int, set[int]] = {}
         for i, term in enumerate(self.rule_terms):
             first[i] = {rule for rule, _ in self.terms.derivative(term)[1]}
-        names = list(self.grammar.rules)
+        names = self._rule_names
         for i in first:
             seen: set[int] = set()
             todo = list(first[i])
@@ -857,6 +896,34 @@ def _bit_positions(bits: int) -> np.ndarray:
         found = np.flatnonzero(np.unpackbits(raw, bitorder="little"))
         if len(_positions_cache) < 65536:
             _positions_cache[bits] = found
+    return found
+
+
+_library_starts: weakref.WeakKeyDictionary[ir.RuleLibrary, Automaton] = weakref.WeakKeyDictionary()
+_library_lock = threading.Lock()
+
+
+def _library_start(library: ir.RuleLibrary, options: AutomatonOptions) -> Automaton | None:
+    """The automaton of ``library``'s rules and common expressions, built once per process
+    (while the library lives): grammars that include the library fork its terms and its
+    conversions instead of converting the same expressions again. ``None`` for an empty
+    library, or one too large for ``options``."""
+    with _library_lock:
+        found = _library_starts.get(library)
+        if found is None:
+            if not library.rules and not library.common:
+                return None
+            rules = dict(library.rules)
+            # A start rule of its own, numbered after the library's: it converts the
+            # common expressions, and nothing references it.
+            start = "library.common"
+            while start in rules:
+                start += "_"
+            rules[start] = ir.alt(*library.common)
+            found = Automaton(ir.Grammar(rules, start))
+            _library_starts[library] = found
+    if len(found.terms) >= options.max_terms // 2:
+        return None
     return found
 
 

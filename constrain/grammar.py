@@ -36,6 +36,7 @@ __all__ = [
     "Ref",
     "Lazy",
     "Grammar",
+    "RuleLibrary",
     "EMPTY",
     "NOTHING",
     "ANY_CHAR",
@@ -187,21 +188,58 @@ NOTHING: Expr = Alt(())
 ANY_CHAR: Expr = Chars(((0, 0xD7FF), (0xE000, MAX_CODE_POINT)))
 
 
+@dataclass(frozen=True, eq=False)
+class RuleLibrary:
+    """Rules that many grammars share as the very same objects (the JSON universes, a
+    grammar file's imports), and ``common`` expressions without references that grammars
+    using them often contain (a JSON key's characters).
+
+    A grammar names the library it includes (``Grammar(..., library=lib)``); the automaton
+    then converts the library once per process and starts from a copy of that work, instead
+    of converting the same expressions again for every grammar. The rules may reference
+    only each other.
+
+    >>> lib = RuleLibrary({"digit": char_range("0", "9")})
+    >>> g = Grammar({**lib.rules, "start": plus(ref("digit"))}, "start", library=lib)
+    >>> sorted(g.rules)
+    ['digit', 'start']
+    """
+
+    rules: Mapping[str, Expr]
+    common: tuple[Expr, ...] = ()
+
+    def __post_init__(self) -> None:
+        seen: set[int] = set()
+        for name, expr in self.rules.items():
+            for referenced in _refs(expr, seen):
+                if referenced not in self.rules:
+                    raise GrammarError(
+                        f"a library rule references {referenced!r} outside the library", name)
+        if any(contents(e)[1] for e in self.common):
+            raise GrammarError("a library's common expressions may not reference rules")
+
+
 @dataclass(frozen=True)
 class Grammar:
     """Named rules and the rule the language starts from.
 
     Rule names are plain strings; front ends choose them (a JSON Schema compiler may use
-    JSON pointers). ``Grammar.single(expr)`` wraps one expression.
+    JSON pointers). ``Grammar.single(expr)`` wraps one expression. ``library``: a
+    :class:`RuleLibrary` whose rules are among ``rules`` (the same objects).
     """
 
     rules: Mapping[str, Expr]
     start: str = "start"
     metadata: Mapping[str, object] = field(default_factory=dict, compare=False)
+    library: RuleLibrary | None = field(default=None, compare=False)
 
     def __post_init__(self) -> None:
         if self.start not in self.rules:
             raise GrammarError("start rule is not defined", self.start)
+        if self.library is not None:
+            for name, expr in self.library.rules.items():
+                if self.rules.get(name) is not expr:
+                    raise GrammarError("the grammar's rule is not the library's", name)
         seen: set[int] = set()  # shared: a sub-expression in several rules is checked once
         for name, expr in self.rules.items():
             for referenced in _refs(expr, seen):

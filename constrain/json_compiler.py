@@ -149,7 +149,8 @@ class Compiler:
         name = self._fresh("root")
         self.rules[name] = typed.expr()
         self.regular.finish(self.rules)
-        return Grammar(dict(self.rules), name, {"dialect": self.dialect.name})
+        library = self.syn.library if self._universe is not None else None
+        return Grammar(dict(self.rules), name, {"dialect": self.dialect.name}, library)
 
     # -- errors and warnings -----------------------------------------------------------
 

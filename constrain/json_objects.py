@@ -314,9 +314,13 @@ def _any_order(syn: JsonSyntax, members: Sequence[Member], required: Sequence[bo
 
     def next_member(seen: int) -> Expr:
         """One more tracked member (not in ``seen``), then what may follow it."""
-        return syn.keyed([(members[i].key, seq(syn.colon, members[i].value,  # type: ignore
-                                                after(seen | bit[i])))
+        return syn.keyed([(members[i].key, member_rest(seen | bit[i], i))  # type: ignore
                           for i in track if not seen & bit[i]])
+
+    def member_rest(seen: int, i: int) -> Expr:
+        left_required = tuple(members[j].value for j in track if required[j] and not seen & bit[j])
+        return Lazy((family, seen, i), lambda: seq(syn.colon, members[i].value, after(seen)),
+                    nullable=False, parts=parts, needs=(members[i].value, *left_required))
 
     def after(seen: int) -> Expr:
         """What may follow a member once the tracked members in ``seen`` are written."""

@@ -181,6 +181,15 @@ def _encoded_chars(escapes: EscapePolicy, ranges: Ranges) -> Expr:
     return alt(*parts) if parts else Alt(())
 
 
+@lru_cache(maxsize=None)
+def _any_string(escapes: EscapePolicy) -> tuple[Expr, Expr, Expr]:
+    """One encoded character, any string's inside, any string literal: the same nodes for
+    every encoder, so that automata can share their conversion (see ``RuleLibrary``)."""
+    char = _encoded_chars(escapes, _ANY_RANGES)
+    content = star(char)
+    return char, content, seq(_QUOTE, content, _QUOTE)
+
+
 def _escapes(ranges: Ranges) -> Expr | None:
     """What may follow the backslash for the characters in ``ranges``."""
     short = [ord(_SHORT_ESCAPES[cp]) for cp in _SHORT_ESCAPES
@@ -211,12 +220,9 @@ class StringEncoder:
         self.escapes = escapes
         self._memo: dict[int, tuple[Expr, Expr]] = {}
         self._literals: dict[str, Expr] = {}
-        self.char: Expr = self.encode_chars(_ANY_RANGES)
-        """One encoded character (any code point)."""
-        self.content: Expr = star(self.char)
-        """The inside of any JSON string literal."""
-        self.any_string: Expr = seq(_QUOTE, self.content, _QUOTE)
-        """Any JSON string literal."""
+        # One encoded character (any code point), the inside of any JSON string literal,
+        # and any JSON string literal.
+        self.char, self.content, self.any_string = _any_string(escapes)
 
     def encode_chars(self, ranges: Ranges) -> Expr:
         """The codewords of the characters in ``ranges``."""

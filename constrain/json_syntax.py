@@ -19,12 +19,17 @@ document (a model gains nothing there, and trailing whitespace would keep it fro
 
 from __future__ import annotations
 
+import threading
+from collections import OrderedDict
 from collections.abc import Sequence
+from functools import lru_cache
+from typing import NamedTuple
 
 from .grammar import (
     EMPTY,
     NOTHING,
     Expr,
+    RuleLibrary,
     alt,
     chars,
     intersect,
@@ -45,6 +50,9 @@ WS_CHAR = chars([(0x20, 0x20), (0x09, 0x0A), (0x0D, 0x0D)])
 """One JSON whitespace character: space, tab, line feed, carriage return."""
 
 _QUOTE = literal('"')
+JSON_NULL = literal("null")
+JSON_TRUE = literal("true")
+JSON_FALSE = literal("false")
 VALUE_RULE = "json.value"
 ARRAY_RULE = "json.array"
 OBJECT_RULE = "json.object"
@@ -52,27 +60,77 @@ OBJECT_RULE = "json.object"
 
 def whitespace_gap(max_whitespace: int | None = None, pattern: Expr | None = None) -> Expr:
     """The language of one gap: at most ``max_whitespace`` JSON whitespace characters, or
-    the strings of ``pattern`` that are JSON whitespace (``max_whitespace=0``: none)."""
+    the strings of ``pattern`` that are JSON whitespace (``max_whitespace=0``: none).
+
+    The same node for the same bound, so that syntaxes built on it are shared."""
     if pattern is not None:
         return intersect(pattern, star(WS_CHAR))
+    return _bounded_gap(max_whitespace)
+
+
+@lru_cache(maxsize=64)
+def _bounded_gap(max_whitespace: int | None) -> Expr:
     if max_whitespace == 0:
         return EMPTY
     return repeat(WS_CHAR, 0, max_whitespace)
 
 
+class _Shared(NamedTuple):
+    gap: Expr  # held: the cache is keyed by its id
+    comma: Expr
+    colon: Expr
+    library: RuleLibrary
+
+
+# Per (gap node, escape policy): the pieces every compilation with that syntax builds the
+# same way, as the same nodes, so that automata convert them once (see RuleLibrary).
+_shared: OrderedDict[tuple[int, str], _Shared] = OrderedDict()
+_SHARED_SYNTAXES = 32
+_shared_lock = threading.Lock()
+
+
 class JsonSyntax:
-    """Punctuation with the gap language in place, and the unconstrained JSON universes."""
+    """Punctuation with the gap language in place, and the unconstrained JSON universes.
+
+    Syntaxes with the same gap node and escape policy share their punctuation and their
+    :attr:`library` (the universe rules, and the characters keys are spelt with)."""
 
     def __init__(self, gap: Expr, escapes: EscapePolicy = "all") -> None:
         self.gap = gap
         self.strings = StringEncoder(escapes)
-        self.comma = seq(gap, literal(","), gap)
-        self.colon = seq(gap, literal(":"), gap)
-        self.null = literal("null")
-        self.true = literal("true")
-        self.false = literal("false")
+        self.null = JSON_NULL
+        self.true = JSON_TRUE
+        self.false = JSON_FALSE
         self.number = JSON_NUMBER
         self.string = self.strings.any_string
+        key = (id(gap), escapes)
+        with _shared_lock:
+            shared = _shared.get(key)
+            if shared is not None:
+                _shared.move_to_end(key)
+        if shared is None:
+            shared = self._share(gap)
+            with _shared_lock:
+                shared = _shared.setdefault(key, shared)
+                while len(_shared) > _SHARED_SYNTAXES:
+                    _shared.popitem(last=False)
+        self.comma, self.colon = shared.comma, shared.colon
+        self.library = shared.library
+        """The universe rules (:meth:`universe_rules`) and the encoded printable ASCII
+        characters, for the grammars that include the universe."""
+
+    def _share(self, gap: Expr) -> _Shared:
+        self.comma = seq(gap, literal(","), gap)
+        self.colon = seq(gap, literal(":"), gap)
+        value = ref(VALUE_RULE)
+        universe = {
+            VALUE_RULE: alt(self.null, self.true, self.false, self.number, self.string,
+                            ref(ARRAY_RULE), ref(OBJECT_RULE)),
+            ARRAY_RULE: self.array(self.separated(value), True),
+            OBJECT_RULE: self.obj(self.separated(self.member(self.string, value)), True),
+        }
+        ascii_chars = tuple(self.strings.encode_chars(((c, c),)) for c in range(0x20, 0x7F))
+        return _Shared(gap, self.comma, self.colon, RuleLibrary(universe, ascii_chars))
 
     def container(self, open_: str, body: Expr, close: str, may_be_empty: bool) -> Expr:
         """``open body close`` with gaps; ``body`` must not match the empty string."""
@@ -122,11 +180,6 @@ class JsonSyntax:
 
     def universe_rules(self) -> dict[str, Expr]:
         """Rules for any JSON value (``json.value``), array and object. Unconstrained
-        containers nest to any depth, so they are rules that reference each other."""
-        value = ref(VALUE_RULE)
-        return {
-            VALUE_RULE: alt(self.null, self.true, self.false, self.number, self.string,
-                            ref(ARRAY_RULE), ref(OBJECT_RULE)),
-            ARRAY_RULE: self.array(self.separated(value), True),
-            OBJECT_RULE: self.obj(self.separated(self.member(self.string, value)), True),
-        }
+        containers nest to any depth, so they are rules that reference each other.
+        A grammar that includes them names :attr:`library`."""
+        return dict(self.library.rules)

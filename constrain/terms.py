@@ -84,6 +84,25 @@ class TermStore:
     def __len__(self) -> int:
         return len(self._kind)
 
+    def fork(self, max_terms: int, rule_nullable: Iterable[bool]) -> TermStore:
+        """A new store holding this one's terms and everything learnt about them.
+
+        For a store of shared rules (see :class:`~constrain.grammar.RuleLibrary`): each
+        grammar that includes them starts from a fork instead of converting them again.
+        ``rule_nullable`` must agree with this store's on the rules it has references to;
+        lazy terms cannot be forked (their builders belong to one automaton).
+        """
+        if self._builders or self._lazy_live:
+            raise ValueError("a store with lazy terms cannot be forked")
+        new = TermStore.__new__(TermStore)
+        for name, value in vars(self).items():
+            if isinstance(value, (list, dict)):
+                value = value.copy()
+            setattr(new, name, value)
+        new.max_terms = max_terms
+        new.rule_nullable = list(rule_nullable)
+        return new
+
     # -- construction ------------------------------------------------------------------
 
     def _make(self, kind: int, args: tuple[object, ...], nullable: bool) -> int:

@@ -36,6 +36,7 @@ from constrain.grammar import (
     Not,
     Ref,
     Repeat,
+    RuleLibrary,
     Seq,
     alt,
     byte_literal,
@@ -632,6 +633,72 @@ def test_recursive_grammar_matches_oracle(grammar: Grammar, alphabet: str, max_l
     a = Automaton(grammar)
     for s in strings_over([c.encode() for c in alphabet], max_len):
         assert a.matches(s) == oracle_match(grammar, s), s
+
+
+# A shared library of rules (value/list reference each other) and grammars including it
+# under rules of their own, numbered before and after the library's in the rule dict.
+LIST_LIBRARY = RuleLibrary(
+    {"value": alt(literal("x"), ref("list")),
+     "list": seq(literal("["), optional(seq(ref("value"), star(seq(literal(","),
+                                                                   ref("value"))))),
+                 literal("]"))},
+    common=(literal("key"), char_range("a", "c")),
+)
+
+
+def _with_list_library(own: Mapping[str, Expr], start: str, first: bool,
+                       library: RuleLibrary | None) -> Grammar:
+    rules = {**LIST_LIBRARY.rules, **own} if first else {**own, **LIST_LIBRARY.rules}
+    return Grammar(rules, start, library=library)
+
+
+LIBRARY_USERS = [
+    ({"start": seq(literal("key="), ref("list"))}, "start"),
+    ({"pair": seq(ref("name"), literal(":"), ref("value")), "name": plus(char_range("a", "c"))},
+     "pair"),
+    ({"start": alt(ref("value"), seq(literal("("), ref("start"), literal(")")))}, "start"),
+]
+
+
+@pytest.mark.parametrize("own, start", LIBRARY_USERS)
+@pytest.mark.parametrize("first", [True, False])
+def test_grammars_including_a_library_match_as_without_it(
+        own: Mapping[str, Expr], start: str, first: bool) -> None:
+    shared = Automaton(_with_list_library(own, start, first, LIST_LIBRARY))
+    plain = Automaton(_with_list_library(own, start, first, None))
+    for s in strings_over([b"key=", b"[", b"x", b",", b"]", b"a", b":", b"(", b")"], 4):
+        assert shared.matches(s) == plain.matches(s), s
+    for s in (b"key=[x,[x,[]]]", b"abc:[x]", b"((x))", b"(([x,x]))", b"key=[x,]"):
+        assert shared.matches(s) == plain.matches(s) == oracle_match(plain.grammar, s), s
+
+
+def test_a_library_is_converted_once_and_forked() -> None:
+    from constrain import automaton as automaton_module
+
+    first = Automaton(_with_list_library(*LIBRARY_USERS[0], True, LIST_LIBRARY))
+    start = automaton_module._library_starts[LIST_LIBRARY]
+    second = Automaton(_with_list_library(*LIBRARY_USERS[1], False, LIST_LIBRARY))
+    assert automaton_module._library_starts[LIST_LIBRARY] is start
+    # The library's rules are the same terms in both, numbered first, and the common
+    # expressions are there before either grammar needs them.
+    assert first.rule_terms[:2] == second.rule_terms[:2] == start.rule_terms[:2]
+    assert second._rule_names[:2] == ["value", "list"]
+    size = len(start.terms)
+    assert len(first.terms) >= size and len(second.terms) >= size
+    assert first.terms._kind[:size] == second.terms._kind[:size] == start.terms._kind
+    # Forks are independent: growing one leaves the library's store as it was.
+    first.step_bytes(first.start, b"key=[x,[x")
+    assert len(start.terms) == size
+
+
+def test_library_rules_must_be_the_grammars_and_self_contained() -> None:
+    with pytest.raises(GrammarError, match="outside the library"):
+        RuleLibrary({"a": ref("b")})
+    with pytest.raises(GrammarError, match="may not reference"):
+        RuleLibrary({}, common=(ref("a"),))
+    with pytest.raises(GrammarError, match="not the library's"):
+        Grammar({"value": alt(literal("x"), ref("list")), "list": LIST_LIBRARY.rules["list"]},
+                "value", library=LIST_LIBRARY)
 
 
 def test_balanced_brackets_to_depth_50() -> None:

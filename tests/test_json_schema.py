@@ -17,6 +17,7 @@ from jsonschema import Draft202012Validator, FormatChecker
 
 from constrain.automaton import Automaton
 from constrain.errors import ResourceLimitError, SchemaError, UnsupportedSchemaError
+from constrain.grammar import Grammar
 from constrain.json_schema import (
     ApproximationWarning,
     JsonSchemaOptions,
@@ -356,6 +357,23 @@ def test_recursion_is_rules_not_unrolled() -> None:
     assert any(name.startswith("schema:") for name in grammar.rules)
     deep = _linked(200)
     assert Automaton(grammar).matches(json.dumps(deep).encode())
+
+
+def test_compilations_share_the_universe_library() -> None:
+    """Schemas that need the JSON universe include one shared library (converted once per
+    process); the language is the same as with the rules converted anew."""
+    schema = {"type": "object", "properties": {"tags": {"type": "array"}}, "required": ["tags"]}
+    first, second = schema_to_grammar(schema), schema_to_grammar({"type": "array"})
+    assert first.library is not None and first.library is second.library
+    assert schema_to_grammar({"type": "string", "maxLength": 3}).library is None
+    compact = schema_to_grammar({"type": "array"}, JsonSchemaOptions(whitespace="compact"))
+    assert compact.library is not None and compact.library is not first.library
+    plain = Automaton(Grammar(first.rules, first.start))
+    shared = Automaton(first)
+    for text in ['{"tags": []}', '{"tags": [1, {"a": [null]}], "x": "\\u00e9"}', '{"x": 1}',
+                 '{"tags": [1,]}', '{"tags": "a"}', '{"tags": [], "tags": [{}]}']:
+        assert shared.matches(text.encode()) == plain.matches(text.encode()), text
+    assert shared.matches(b'{"tags": [1, {"a": [null]}]}')
 
 
 @pytest.mark.parametrize(("schema", "keyword", "pointer"), [
