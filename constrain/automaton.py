@@ -100,10 +100,12 @@ class Automaton:
         rule_nullable = _rule_fixpoint(grammar, _expr_nullable)
         # A rule that can never finish (recursion without a base case) has an empty
         # language; its references become the empty set so no path leads into it.
-        self._rule_productive = _rule_fixpoint(grammar, _expr_productive)
+        self._productive_memo: dict[int, tuple[ir.Expr, bool]] = {}
+        known = self._productive_memo
+        self._rule_productive = _rule_fixpoint(
+            grammar, lambda expr, rules: _expr_productive(expr, rules, known))
         nullable_by_index = [rule_nullable[n] for n in names]
         self._parts_memo: dict[int, tuple[tuple[ir.Expr, ...], bool]] = {}
-        self._productive_memo: dict[int, tuple[ir.Expr, bool]] = {}
         self._live_memo: dict[int, tuple[ir.Expr, bool]] = {}
         start = _library_start(library, self.options) if library is not None else None
         if start is None:
@@ -247,7 +249,7 @@ class Automaton:
     def _productive(self, expr: ir.Expr) -> bool:
         found = self._productive_memo.get(id(expr))
         if found is None:
-            found = (expr, _expr_productive(expr, self._rule_productive))
+            found = (expr, _expr_productive(expr, self._rule_productive, self._productive_memo))
             self._productive_memo[id(expr)] = found
         return found[1]
 
@@ -921,6 +923,7 @@ def _library_start(library: ir.RuleLibrary, options: AutomatonOptions) -> Automa
                 start += "_"
             rules[start] = ir.alt(*library.common)
             found = Automaton(ir.Grammar(rules, start))
+            found.utf8_star()  # what every complement is intersected with
             _library_starts[library] = found
     if len(found.terms) >= options.max_terms // 2:
         return None
@@ -942,26 +945,38 @@ def _rule_fixpoint(
     return result
 
 
-def _expr_productive(expr: ir.Expr, rules: dict[str, bool]) -> bool:
+def _expr_productive(expr: ir.Expr, rules: dict[str, bool],
+                     known: dict[int, tuple[ir.Expr, bool]] | None = None) -> bool:
     """Whether ``expr`` matches some finite string, given which rules do (And/Not hold no
-    references, and their emptiness is checked on the automaton's terms instead)."""
-    if isinstance(expr, ir.Chars):
-        return any(lo <= hi for lo, hi in expr.ranges)
-    if isinstance(expr, ir.Bytes):
-        return any(lo <= hi for lo, hi in expr.ranges)
-    if isinstance(expr, ir.Seq):
-        return all(_expr_productive(i, rules) for i in expr.items)
-    if isinstance(expr, ir.Alt):
-        return any(_expr_productive(i, rules) for i in expr.items)
-    if isinstance(expr, ir.Repeat):
-        return expr.min == 0 or _expr_productive(expr.item, rules)
-    if isinstance(expr, (ir.And, ir.Not)):
+    references, and their emptiness is checked on the automaton's terms instead).
+
+    ``known`` remembers the answers for parts without references, which do not depend on
+    ``rules``: a key's characters recur all over a JSON grammar."""
+    kind = type(expr)
+    if kind is ir.Chars or kind is ir.Bytes:
+        return any(lo <= hi for lo, hi in expr.ranges)  # type: ignore[union-attr]
+    if kind is ir.Ref:
+        return rules[expr.name]  # type: ignore[union-attr]
+    if kind is ir.And or kind is ir.Not:
         return True
-    if isinstance(expr, ir.Ref):
-        return rules[expr.name]
-    if isinstance(expr, ir.Lazy):
-        return all(_expr_productive(n, rules) for n in expr.needs)
-    raise GrammarError(f"not a grammar expression: {expr!r}")
+    if kind is ir.Lazy:
+        return all(_expr_productive(n, rules, known) for n in expr.needs)  # type: ignore[union-attr]
+    ref_free = known is not None and not ir.contents(expr)[1]
+    if ref_free:
+        found = known.get(id(expr))  # type: ignore[union-attr]
+        if found is not None:
+            return found[1]
+    if kind is ir.Seq:
+        result = all(_expr_productive(i, rules, known) for i in expr.items)  # type: ignore[union-attr]
+    elif kind is ir.Alt:
+        result = any(_expr_productive(i, rules, known) for i in expr.items)  # type: ignore[union-attr]
+    elif kind is ir.Repeat:
+        result = expr.min == 0 or _expr_productive(expr.item, rules, known)  # type: ignore[union-attr]
+    else:
+        raise GrammarError(f"not a grammar expression: {expr!r}")
+    if ref_free:
+        known[id(expr)] = (expr, result)  # type: ignore[index]
+    return result
 
 
 def _expr_nullable(expr: ir.Expr, rules: dict[str, bool]) -> bool:

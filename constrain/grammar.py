@@ -80,12 +80,25 @@ def normalize_ranges(ranges: Iterable[tuple[int, int]]) -> Ranges:
     return tuple(out)
 
 
+def _know_contents(node: Expr, parts: tuple[Expr, ...], boolean: bool) -> None:
+    # Built bottom-up, a node learns its contents from its parts at once; a part that does
+    # not know them (not an expression) leaves it to contents(), which reports it.
+    has_ref = False
+    for part in parts:
+        found = getattr(part, "_contents", None)
+        if found is None:
+            return
+        boolean = boolean or found[0]
+        has_ref = has_ref or found[1]
+    object.__setattr__(node, "_contents", (boolean, has_ref))
+
+
 @dataclass(frozen=True, slots=True, eq=False)
 class Chars:
     """One character from a set of Unicode code points (inclusive ranges, surrogates excluded)."""
 
     ranges: Ranges
-    _contents: tuple[bool, bool] | None = field(default=None, init=False, repr=False)
+    _contents: tuple[bool, bool] | None = field(default=(False, False), init=False, repr=False)
 
 
 @dataclass(frozen=True, slots=True, eq=False)
@@ -93,7 +106,7 @@ class Bytes:
     """One raw byte from a set of byte values (inclusive ranges within 0..255)."""
 
     ranges: Ranges
-    _contents: tuple[bool, bool] | None = field(default=None, init=False, repr=False)
+    _contents: tuple[bool, bool] | None = field(default=(False, False), init=False, repr=False)
 
 
 @dataclass(frozen=True, slots=True, eq=False)
@@ -103,6 +116,9 @@ class Seq:
     items: tuple[Expr, ...]
     _contents: tuple[bool, bool] | None = field(default=None, init=False, repr=False)
 
+    def __post_init__(self) -> None:
+        _know_contents(self, self.items, False)
+
 
 @dataclass(frozen=True, slots=True, eq=False)
 class Alt:
@@ -110,6 +126,9 @@ class Alt:
 
     items: tuple[Expr, ...]
     _contents: tuple[bool, bool] | None = field(default=None, init=False, repr=False)
+
+    def __post_init__(self) -> None:
+        _know_contents(self, self.items, False)
 
 
 @dataclass(frozen=True, slots=True, eq=False)
@@ -121,6 +140,9 @@ class Repeat:
     max: int | None
     _contents: tuple[bool, bool] | None = field(default=None, init=False, repr=False)
 
+    def __post_init__(self) -> None:
+        _know_contents(self, (self.item,), False)
+
 
 @dataclass(frozen=True, slots=True, eq=False)
 class And:
@@ -128,6 +150,9 @@ class And:
 
     items: tuple[Expr, ...]
     _contents: tuple[bool, bool] | None = field(default=None, init=False, repr=False)
+
+    def __post_init__(self) -> None:
+        _know_contents(self, self.items, True)
 
 
 @dataclass(frozen=True, slots=True, eq=False)
@@ -137,13 +162,16 @@ class Not:
     item: Expr
     _contents: tuple[bool, bool] | None = field(default=None, init=False, repr=False)
 
+    def __post_init__(self) -> None:
+        _know_contents(self, (self.item,), True)
+
 
 @dataclass(frozen=True, slots=True, eq=False)
 class Ref:
     """The language of another rule of the same grammar."""
 
     name: str
-    _contents: tuple[bool, bool] | None = field(default=None, init=False, repr=False)
+    _contents: tuple[bool, bool] | None = field(default=(False, True), init=False, repr=False)
 
 
 @dataclass(frozen=True, slots=True, eq=False)
@@ -177,6 +205,9 @@ class Lazy:
     parts: tuple[Expr, ...] = ()
     needs: tuple[Expr, ...] = ()
     _contents: tuple[bool, bool] | None = field(default=None, init=False, repr=False)
+
+    def __post_init__(self) -> None:
+        _know_contents(self, self.parts, False)
 
 
 Expr = Union[Chars, Bytes, Seq, Alt, Repeat, And, Not, Ref, Lazy]
@@ -236,12 +267,18 @@ class Grammar:
     def __post_init__(self) -> None:
         if self.start not in self.rules:
             raise GrammarError("start rule is not defined", self.start)
+        shared: Mapping[str, Expr] = {}
         if self.library is not None:
-            for name, expr in self.library.rules.items():
+            shared = self.library.rules  # their references were checked with the library
+            for name, expr in shared.items():
                 if self.rules.get(name) is not expr:
                     raise GrammarError("the grammar's rule is not the library's", name)
         seen: set[int] = set()  # shared: a sub-expression in several rules is checked once
         for name, expr in self.rules.items():
+            # contents() is memoized on the nodes and the automaton asks for it anyway;
+            # with it known, the walk below enters only the parts that hold references.
+            if name in shared or not contents(expr)[1]:
+                continue
             for referenced in _refs(expr, seen):
                 if referenced not in self.rules:
                     raise GrammarError(f"references undefined rule {referenced!r}", name)
@@ -271,8 +308,8 @@ def contents(expr: Expr) -> tuple[bool, bool]:
     """``(boolean, has_ref)``: whether an intersection or complement, and whether a rule
     reference, occurs in ``expr`` (in a :class:`Lazy` node: in its parts).
 
-    Memoized on the nodes themselves, so a sub-expression shared by several rules, or by
-    several compilations (the string encoder's characters), is looked at once.
+    Known from construction (each node combines its parts'), so this is a lookup; the walk
+    below serves nodes whose parts did not know theirs.
 
     >>> contents(seq(literal("a"), ref("value"))), contents(complement(literal("a")))
     ((False, True), (True, False))

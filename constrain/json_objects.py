@@ -297,9 +297,9 @@ def _any_order(syn: JsonSyntax, members: Sequence[Member], required: Sequence[bo
     ones exactly once), the others any number of times.
 
     One :class:`~constrain.grammar.Lazy` node per set of tracked members written so far,
-    built when decoding first reaches it: only the sets actually written cost anything
-    (``2**n`` built eagerly would not do past a dozen keys), values may reference rules,
-    and no intersection is needed. Tracked members are listed keys (``required[i]`` says
+    and one per member's value after it, built when decoding first reaches it: only the
+    sets and values actually written cost anything (``2**n`` built eagerly would not do
+    past a dozen keys), values may reference rules, and no intersection is needed. Tracked members are listed keys (``required[i]`` says
     whether ``members[i]`` is required).
     """
     track = list(track)
@@ -318,9 +318,12 @@ def _any_order(syn: JsonSyntax, members: Sequence[Member], required: Sequence[bo
                           for i in track if not seen & bit[i]])
 
     def member_rest(seen: int, i: int) -> Expr:
-        left_required = tuple(members[j].value for j in track if required[j] and not seen & bit[j])
+        """Member ``i``'s colon and value, then what may follow once ``seen`` (which holds
+        ``i``) is written: lazy, so that a value (often a whole object) is built only when
+        decoding reaches its key, not with the key trie it hangs from."""
+        left = tuple(members[j].value for j in track if required[j] and not seen & bit[j])
         return Lazy((family, seen, i), lambda: seq(syn.colon, members[i].value, after(seen)),
-                    nullable=False, parts=parts, needs=(members[i].value, *left_required))
+                    nullable=False, parts=parts, needs=(members[i].value, *left))
 
     def after(seen: int) -> Expr:
         """What may follow a member once the tracked members in ``seen`` are written."""
