@@ -924,6 +924,11 @@ def _library_start(library: ir.RuleLibrary, options: AutomatonOptions) -> Automa
             rules[start] = ir.alt(*library.common)
             found = Automaton(ir.Grammar(rules, start))
             found.utf8_star()  # what every complement is intersected with
+            # Heads made of library terms (a key's characters, a string's inside) are
+            # fingerprinted to share their mask plans: their parts' digests come forked.
+            terms = found.terms
+            for term in range(len(terms)):
+                terms.fingerprint(term)
             _library_starts[library] = found
     if len(found.terms) >= options.max_terms // 2:
         return None
