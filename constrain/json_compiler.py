@@ -38,6 +38,7 @@ from __future__ import annotations
 
 import warnings
 from dataclasses import dataclass
+from functools import lru_cache
 from typing import TYPE_CHECKING, Any
 
 from jsonschema import validators
@@ -101,6 +102,13 @@ class _Active:
     recursive: bool = False
 
 
+@lru_cache(maxsize=32)
+def _pattern_gap(pattern: str) -> Expr:
+    """One gap node per whitespace pattern, so that compilations with the same pattern
+    share their syntax (see :class:`~constrain.json_syntax.JsonSyntax`)."""
+    return whitespace_gap(pattern=parse_regex(pattern))
+
+
 class Compiler:
     """One compilation of one schema document (see the module docstring)."""
 
@@ -113,7 +121,7 @@ class Compiler:
         self.dialect.check_schema(schema)
         self.root = self.dialect.root(schema)
         if options.whitespace_pattern is not None:
-            gap = whitespace_gap(pattern=parse_regex(options.whitespace_pattern))
+            gap = _pattern_gap(options.whitespace_pattern)
         else:
             gap = whitespace_gap(options.max_whitespace if options.whitespace == "flexible"
                                  else 0)

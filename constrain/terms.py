@@ -722,32 +722,36 @@ class TermStore:
         found = self._fingerprints.get(term)
         if found is not None:
             return found
+        known, kinds, all_args = self._fingerprints, self._kind, self._args
+        blake2b = hashlib.blake2b
         todo = [term]  # post-order without recursion: concatenations nest as deep as they are long
         while todo:
             t = todo[-1]
-            if t in self._fingerprints:
+            if t in known:
                 todo.pop()
                 continue
-            kind, args = self._kind[t], self._args[t]
-            parts = () if kind == _BYTES else args[:1] if kind == _REP else args
-            missing = [p for p in parts if p not in self._fingerprints]
-            if missing:
-                todo.extend(missing)  # type: ignore[arg-type]
+            kind, args = kinds[t], all_args[t]
+            if kind == _BYTES:
+                todo.pop()
+                known[t] = blake2b(bytes((kind,)) + args[0].to_bytes(32, "little"),  # type: ignore
+                                   digest_size=16).digest()
+                continue
+            parts = args[:1] if kind == _REP else args
+            waiting = False
+            for p in parts:
+                if p not in known:
+                    todo.append(p)  # type: ignore[arg-type]
+                    waiting = True
+            if waiting:
                 continue
             todo.pop()
-            digest = hashlib.blake2b(bytes((kind,)), digest_size=16)
-            if kind == _BYTES:
-                digest.update(args[0].to_bytes(32, "little"))  # type: ignore[union-attr]
-            else:
-                children = [self._fingerprints[p] for p in parts]  # type: ignore[index]
-                if kind in (_ALT, _AND):  # their members are sorted by id, which differs
-                    children.sort()
-                for child in children:
-                    digest.update(child)
-                if kind == _REP:
-                    digest.update(repr(args[1:]).encode())
-            self._fingerprints[t] = digest.digest()
-        return self._fingerprints[term]
+            children = [known[p] for p in parts]  # type: ignore[index]
+            if kind == _ALT or kind == _AND:  # their members are sorted by id, which differs
+                children.sort()
+            if kind == _REP:
+                children.append(repr(args[1:]).encode())
+            known[t] = blake2b(bytes((kind,)) + b"".join(children), digest_size=16).digest()
+        return known[term]
 
     def show(self, term: int) -> str:
         """A compact human-readable rendering, for debugging and error messages."""

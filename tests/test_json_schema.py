@@ -368,6 +368,9 @@ def test_compilations_share_the_universe_library() -> None:
     assert schema_to_grammar({"type": "string", "maxLength": 3}).library is None
     compact = schema_to_grammar({"type": "array"}, JsonSchemaOptions(whitespace="compact"))
     assert compact.library is not None and compact.library is not first.library
+    spaced = JsonSchemaOptions(whitespace_pattern="[ ]?")
+    assert (schema_to_grammar({"type": "array"}, spaced).library
+            is schema_to_grammar(schema, spaced).library is not first.library)
     plain = Automaton(Grammar(first.rules, first.start))
     shared = Automaton(first)
     for text in ['{"tags": []}', '{"tags": [1, {"a": [null]}], "x": "\\u00e9"}', '{"x": 1}',
