@@ -359,6 +359,28 @@ def test_recursion_is_rules_not_unrolled() -> None:
     assert Automaton(grammar).matches(json.dumps(deep).encode())
 
 
+_IMPOSSIBLE_STRING = {"type": "string", "allOf": [{"pattern": "^a$"}, {"pattern": "^b$"}]}
+
+
+@pytest.mark.parametrize("value", [
+    pytest.param(_IMPOSSIBLE_STRING, id="impossible-string"),
+    pytest.param({"type": "object", "properties": {"x": _IMPOSSIBLE_STRING}, "required": ["x"]},
+                 id="object-requiring-impossible"),
+])
+@pytest.mark.parametrize("closed", [False, True])
+def test_a_member_whose_value_is_empty_is_never_offered(value: Any, closed: bool) -> None:
+    """Member values are built lazily; their emptiness is still decided up front, so the
+    key of an impossible optional member is a dead end at once, and a required one makes
+    the whole schema empty."""
+    schema = {"type": "object", "properties": {"a": value, "b": {"type": "integer"}},
+              "required": ["b"], "additionalProperties": not closed}
+    a = Automaton(schema_to_grammar(schema))
+    assert a.step_bytes(a.start, b'{"a"') == a.DEAD
+    assert (a.step_bytes(a.start, b'{"a') == a.DEAD) == closed
+    assert a.matches(b'{"b": 1}') and not a.matches(b'{"a": "a", "b": 1}')
+    assert Automaton(schema_to_grammar({**schema, "required": ["a", "b"]})).start == a.DEAD
+
+
 def test_compilations_share_the_universe_library() -> None:
     """Schemas that need the JSON universe include one shared library (converted once per
     process); the language is the same as with the rules converted anew."""
