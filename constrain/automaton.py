@@ -121,7 +121,8 @@ class Automaton:
             self._utf8_star = start._utf8_star
             done = start.rule_terms[:len(library.rules)]  # type: ignore[union-attr]
         rules = grammar.rules
-        self.rule_terms = done + [self._convert(rules[name], name) for name in names[len(done):]]
+        self.rule_terms: list[int] = done + [self._convert(rules[name], name)
+                                             for name in names[len(done):]]
         # One rule, no reference and no lazy term inside: every state is a single stack
         # holding a lexical term (a regex, a choice set), so it never splits into a head
         # and a tail nor into structured alternatives.
@@ -232,14 +233,13 @@ class Automaton:
         found = self._live_memo.get(id(expr))
         if found is not None:
             return found[1]
-        kind = type(expr)
-        if kind is ir.Seq:
+        if isinstance(expr, ir.Seq):
             result = all(self._live(i, rule) for i in expr.items)
-        elif kind is ir.Alt:
+        elif isinstance(expr, ir.Alt):
             result = any(self._live(i, rule) for i in expr.items)
-        elif kind is ir.Repeat:
+        elif isinstance(expr, ir.Repeat):
             result = expr.min == 0 or self._live(expr.item, rule)
-        elif kind is ir.Lazy:
+        elif isinstance(expr, ir.Lazy):
             result = all(self._live(n, rule) for n in expr.needs)
         else:  # an intersection or a complement: decided on its term
             result = self.terms.is_live(self._convert(expr, rule))

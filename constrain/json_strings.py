@@ -36,7 +36,7 @@ of decoded languages exactly; a complement is taken within all encoded strings.
 
 from __future__ import annotations
 
-from functools import lru_cache
+from functools import cache, lru_cache
 from typing import Literal
 
 from .errors import GrammarError
@@ -181,7 +181,7 @@ def _encoded_chars(escapes: EscapePolicy, ranges: Ranges) -> Expr:
     return alt(*parts) if parts else Alt(())
 
 
-@lru_cache(maxsize=None)
+@cache
 def _any_string(escapes: EscapePolicy) -> tuple[Expr, Expr, Expr]:
     """One encoded character, any string's inside, any string literal: the same nodes for
     every encoder, so that automata can share their conversion (see ``RuleLibrary``)."""
