@@ -36,21 +36,30 @@ from typing import Any
 DEFAULT_DATA = Path(__file__).resolve().parents[1].parent / "shared" / "data" / "jsonschemabench"
 
 
-class _Timeout(Exception):
-    pass
+class CpuTimeout(BaseException):
+    """Raised by the CPU-time alarm (:func:`arm_cpu_alarm`); a BaseException, so no
+    ``except Exception`` in the code being timed swallows it."""
 
 
 def _alarm(signum: int, frame: Any) -> None:
-    raise _Timeout()
+    raise CpuTimeout()
 
 
-def _stop_timer() -> None:
+def arm_cpu_alarm(budget: float) -> None:
+    """Raise :class:`CpuTimeout` once ``budget`` seconds of this process's CPU time pass."""
+    signal.signal(signal.SIGPROF, _alarm)
+    # Re-arm every second: an exception raised inside a callback Python ignores (a gc
+    # callback, a __del__) is swallowed, and a one-shot timer would then never stop the work.
+    signal.setitimer(signal.ITIMER_PROF, budget, 1.0)
+
+
+def stop_cpu_alarm() -> None:
     """Cancel the CPU-time alarm, even if it fires while being cancelled."""
     while True:
         try:
             signal.setitimer(signal.ITIMER_PROF, 0)
             return
-        except _Timeout:
+        except CpuTimeout:
             continue
 
 
@@ -63,10 +72,10 @@ def check_schema_file(path: str, budget: float, options: dict[str, Any] | None =
                               "keyword": None, "detail": None, "failures": []}
     try:
         _check(data, budget, options, record)
-    except _Timeout:
+    except CpuTimeout:
         # The re-armed alarm fired after the work's own handlers (while a result was being
         # recorded, or in the ``finally`` that cancels it): never let it kill the pool.
-        _stop_timer()
+        stop_cpu_alarm()
         if "seconds" not in record and record["error"] is None:
             record["error"] = "timeout"
     return record
@@ -83,10 +92,7 @@ def _check(data: Any, budget: float, options: dict[str, Any] | None,
         record["keywords"] = sorted(keywords_used(data["schema"]))
     except Exception:  # noqa: BLE001 - a schema jsonschema cannot even classify
         record["keywords"] = []
-    signal.signal(signal.SIGPROF, _alarm)
-    # Re-arm every second: an exception raised inside a callback Python ignores (a gc
-    # callback, a __del__) is swallowed, and a one-shot timer would then never stop the work.
-    signal.setitimer(signal.ITIMER_PROF, budget, 1.0)
+    arm_cpu_alarm(budget)
     start = time.perf_counter()
     cpu_start = time.process_time()
     try:
@@ -108,7 +114,7 @@ def _check(data: Any, budget: float, options: dict[str, Any] | None,
                     record["failures"].append({"test": i, "ensure_ascii": ascii_,
                                                "valid": test["valid"]})
                     break
-    except _Timeout:
+    except CpuTimeout:
         record["error"] = "timeout"
     except UnsupportedSchemaError as e:
         record["error"] = "unsupported"
@@ -123,7 +129,7 @@ def _check(data: Any, budget: float, options: dict[str, Any] | None,
         record["error"] = type(e).__name__
         record["detail"] = "".join(traceback.format_exception_only(type(e), e))[:300]
     finally:
-        signal.setitimer(signal.ITIMER_PROF, 0)
+        stop_cpu_alarm()
     record["cpu_s"] = round(time.process_time() - cpu_start, 3)
     record["seconds"] = round(time.perf_counter() - start, 3)
 

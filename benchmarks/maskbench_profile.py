@@ -16,7 +16,6 @@ from __future__ import annotations
 import argparse
 import cProfile
 import pstats
-import signal
 import warnings
 from typing import Any
 
@@ -24,29 +23,23 @@ import numpy as np
 
 from .anchors import ConstrainEngine
 from .maskbench import DATA, check_schema, schema_paths
+from .maskbench_bytes import CpuTimeout, arm_cpu_alarm, stop_cpu_alarm
 from .vocabs import load_vocab
 
 
-class _OverBudget(BaseException):
-    """Raised by the CPU-time alarm; a BaseException so no engine code catches it."""
-
-
-def _alarm(signum: int, frame: Any) -> None:
-    raise _OverBudget()
-
-
 def _check_within(engine: Any, path: Any, budget: float) -> dict[str, Any]:
-    signal.signal(signal.SIGPROF, _alarm)
-    signal.setitimer(signal.ITIMER_PROF, budget, 1.0)  # re-armed: see maskbench_bytes
+    arm_cpu_alarm(budget)
     try:
-        return check_schema(engine, path)
-    except _OverBudget:
+        try:
+            return check_schema(engine, path)
+        finally:
+            stop_cpu_alarm()
+    except CpuTimeout:
+        stop_cpu_alarm()  # it may have fired again on the way out
         return {"id": f"{path.parent.name}/{path.stem}", "status": "timeout"}
     except Exception as e:  # noqa: BLE001 - a budget error while matching, say
         return {"id": f"{path.parent.name}/{path.stem}", "status": "error",
                 "detail": f"{type(e).__name__}: {e}"[:300]}
-    finally:
-        signal.setitimer(signal.ITIMER_PROF, 0)
 
 
 def _stats(values: list[float]) -> str:
