@@ -152,3 +152,28 @@ def _loop_plan(
             stack_lead[sp] = lead
             sp += 1
     return n_exits
+
+
+@numba.njit(cache=True, nogil=True)
+def _walk_states(
+    rows, loop_lo, loop_hi, loop_utf8, loop_budget, loop_known,
+    byte, terminal, child_lo, child_hi, start, end, utf8_state,
+    suffix_lo, suffix_hi, suffix_non_ascii, suffix_chars, subtree_valid,
+    stack_nodes, stack_states, num_roots, string_token, dup_ptr, dup_token,
+    states, masks, pending_nodes, pending_states, accepting, exits,
+):  # pragma: no cover - compiled
+    """One whole walk per state of ``states`` into the uint32 rows of ``masks``, in one
+    call. Returns how many states were walked to the end: the walk of the next one
+    stopped for something only Python can build (its row in ``masks`` is partial)."""
+    for i in range(len(states)):
+        n_pending, _ = _walk(
+            rows, loop_lo, loop_hi, loop_utf8, loop_budget, loop_known,
+            byte, terminal, child_lo, child_hi, start, end, utf8_state,
+            suffix_lo, suffix_hi, suffix_non_ascii, suffix_chars, subtree_valid,
+            stack_nodes, stack_states, 0, states[i], num_roots,
+            string_token, dup_ptr, dup_token, masks[i], pending_nodes, pending_states,
+            accepting, exits, -1,
+        )
+        if n_pending:
+            return i
+    return len(states)

@@ -126,11 +126,50 @@ class TokenMasks:
         :meth:`build_all`, a decoding step in a state whose mask was made here costs a
         dictionary lookup."""
         deadline = time.perf_counter() + seconds
-        for state in range(1, self.automaton.num_states):
+        states = range(1, self.automaton.num_states)
+        if self.use_compiled and self.automaton.regular and not self.automaton.exponential:
+            states = self._precompute_whole(states, deadline)  # type: ignore[assignment]
+        for state in states:
             if time.perf_counter() > deadline:
                 break
             self.mask(state)
         return len(self._masks)
+
+    def _precompute_whole(self, states: range, deadline: float) -> list[int]:
+        """Walk the masks of ``states`` in batches, one kernel call per batch, until
+        ``deadline``: one walk each (as :meth:`_walk_whole`), without the Python around
+        each call, which costs more than the walk of a small regex's state. Returns the
+        states left to :meth:`mask`: those looping on a class (their loop's tokens come
+        from a plan shared across constraints), twins of others (:meth:`mask` copies
+        those), and any the kernel stopped at."""
+        automaton, trie = self.automaton, self.trie
+        left: list[int] = []
+        with self._lock:
+            self._sync(None)
+            loops = self._loop_arrays()
+            batch = []
+            for state in states:
+                if (state in self._masks or not self._loop_known[state]
+                        or walk_kernel.self_looping(automaton.table, loops, state)
+                        or automaton.bounded_twin(state, trie.max_depth) != state):
+                    left.append(state)
+                else:
+                    batch.append(state)
+            for first in range(0, len(batch), _BATCH):
+                if time.perf_counter() > deadline:
+                    return left + batch[first:]
+                chunk = np.array(batch[first:first + _BATCH], dtype=np.int64)
+                self._sync(None)
+                words = np.zeros((len(chunk), self.words), dtype=np.uint32)
+                done = self._walk.whole(automaton.table, self._loop_arrays(), chunk, words)
+                for i, state in enumerate(chunk[:done].tolist()):
+                    packed = words[i].view(np.int32)
+                    if automaton.is_accepting(state):
+                        packed |= self._eos_words
+                    packed.flags.writeable = False
+                    self._masks[state] = packed
+                left.extend(chunk[done:].tolist())
+        return left
 
     def allowed_token_ids(self, state: int) -> np.ndarray:
         """Token ids allowed in ``state``, ascending."""
@@ -412,8 +451,11 @@ class TokenMasks:
         self._sync(None)
         unknown = states[~self._loop_known[states]]
         if len(unknown):
-            for state in set(unknown.tolist()):
-                self._learn_loop(state)
+            if len(unknown) <= _SCALAR_LOOPS:
+                for state in set(unknown.tolist()):
+                    self._learn_loop(state)
+            else:
+                self._learn_loops(np.unique(unknown))
             # Loop checks may have built new states; the kernel indexes these arrays by state.
             self._sync(None)
 
@@ -424,14 +466,31 @@ class TokenMasks:
         class and how many characters it allows. One state at a time, with scalar
         stores: masks ask for one or two states at once, where numpy calls over arrays
         cost more than the work."""
-        automaton = self.automaton
-        loops = automaton.row(state)[:128] == state
+        loops = self.automaton.row(state)[:128] == state
+        ascii_bits = 0
         if loops.any():
             ascii_bits = int.from_bytes(np.packbits(loops, bitorder="little").tobytes(), "little")
+        self._settle_loop(state, ascii_bits)
+
+    def _learn_loops(self, states: np.ndarray) -> None:
+        """:meth:`_learn_loop` for many distinct states at once (a whole small automaton):
+        which ASCII bytes loop back is one comparison over all their rows."""
+        table = self.automaton.rows_for(states)
+        loops = table[states, :128] == states[:, None]
+        halves = np.packbits(loops, axis=1, bitorder="little").view("<u8")
+        looping = loops.any(axis=1).tolist()
+        for i, state in enumerate(states.tolist()):
+            ascii_bits = int(halves[i, 0]) | int(halves[i, 1]) << 64 if looping[i] else 0
+            self._settle_loop(state, ascii_bits)
+
+    def _settle_loop(self, state: int, ascii_bits: int) -> None:
+        """Store what :meth:`_learn_loop` says about ``state``, given the ASCII bytes
+        (bits 0-127) that lead from it back to it."""
+        if ascii_bits:
             utf8 = self._utf8_loops_back(state)
             budget = _UNBOUNDED
         else:
-            run = automaton.leading_run(state)
+            run = self.automaton.leading_run(state)
             ascii_bits, utf8, budget = run if run is not None else (0, False, 0)
         self._sync(None)  # the state itself may be new to the arrays
         self._loop_lo[state] = ascii_bits & _LOW64
@@ -456,6 +515,10 @@ class TokenMasks:
 
 
 _LOW64 = (1 << 64) - 1
+# Masks made per kernel call when a small automaton's are made ahead.
+_BATCH = 16
+# Up to this many states' loops are learnt one at a time (see _learn_loop).
+_SCALAR_LOOPS = 4
 # Head plans kept per vocabulary across constraints (each holds a mask row, ~19 KB on a
 # 151k vocabulary, and the trie nodes where the head may end).
 _RECURRING_PLANS = 1024

@@ -23,7 +23,7 @@ import numpy as np
 
 from .utf8 import UTF8_STEP
 
-__all__ = ["available", "Exits", "TrieWalk"]
+__all__ = ["available", "Exits", "TrieWalk", "self_looping"]
 
 # numba is optional (without it the numpy walk is used) and slow to import, so it is only
 # looked up here and imported on the first compiled walk.
@@ -83,17 +83,11 @@ class TrieWalk:
         cached per class and the walk only visits the rest. With ``exits``, the nodes after
         which the walk's state accepts are recorded there (see :class:`Exits`).
         """
-        skip = False
-        if loops[4][state]:
-            lo, hi, utf8 = int(loops[0][state]), int(loops[1][state]), bool(loops[2][state])
-            bits = lo | hi << 64
-            # Only a true self-loop, not a counted run of the class (whose tokens would
-            # be limited by the count and lead to other states).
-            skip = bits != 0 and int(rows[state, (bits & -bits).bit_length() - 1]) == state
-            # A state that may end would make every node of its loop an exit.
-            skip = skip and (exits is None or not exits.accepting[state])
-        if not skip:
+        # A state that may end would make every node of its loop an exit.
+        if not self_looping(rows, loops, state) or (exits is not None
+                                                     and exits.accepting[state]):
             return self._run(rows, loops, state, 0, words, 0, exits)
+        lo, hi, utf8 = int(loops[0][state]), int(loops[1][state]), bool(loops[2][state])
         allowed, loop_exits = self.loop_plan(lo, hi, utf8, len(words))
         words |= allowed
         return self.seeded(rows, loops, loop_exits, state, words, exits)
@@ -112,6 +106,21 @@ class TrieWalk:
                words: np.ndarray, exits: Exits | None = None) -> tuple[np.ndarray, np.ndarray]:
         """Continue from the ``count`` pairs the previous call returned as pending."""
         return self._run(rows, loops, -1, count, words, 1, exits)
+
+    def whole(self, rows: np.ndarray, loops: tuple[np.ndarray, ...], states: np.ndarray,
+              masks: np.ndarray) -> int:
+        """Walk every token from each of ``states`` into the matching uint32 row of
+        ``masks``, in one kernel call (no loop plans: see :meth:`start`); returns how many
+        were walked to the end. The walk of the next one stopped at a row or a loop not
+        known yet, and its row of ``masks`` is partial."""
+        from ._walk_numba import _walk_states
+
+        if len(states) and int(states.max()) >= len(rows):
+            raise IndexError("trie walk started from a state the row table does not hold")
+        stack_nodes, stack_states, pending_nodes, pending_states, exit_nodes = self._buffers()
+        return int(_walk_states(rows, *loops, *self._nodes, stack_nodes, stack_states,
+                                self._num_roots, *self._strings, states, masks, pending_nodes,
+                                pending_states, _NO_ACCEPTING, exit_nodes))
 
     def loop_plan(self, ascii_lo: int, ascii_hi: int, non_ascii: bool,
                   words: int) -> tuple[np.ndarray, np.ndarray]:
@@ -169,6 +178,15 @@ class TrieWalk:
         if exits is not None and n_exits > len(exits.nodes):
             exits.nodes.extend(exit_nodes[len(exits.nodes):n_exits].tolist())
         return pending_nodes[:n], pending_states[:n]
+
+
+def self_looping(rows: np.ndarray, loops: tuple[np.ndarray, ...], state: int) -> bool:
+    """Whether what ``loops`` knows of ``state`` is a loop back to itself, not a counted
+    run of a class (whose tokens the count limits, leading to other states)."""
+    if not loops[4][state]:
+        return False
+    bits = int(loops[0][state]) | int(loops[1][state]) << 64
+    return bits != 0 and int(rows[state, (bits & -bits).bit_length() - 1]) == state
 
 
 class Exits:

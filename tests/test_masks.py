@@ -284,6 +284,37 @@ def test_prebuilt_automaton_masks_equal_brute_force(spec: Any, engine: bool,
     assert_masks_match(automaton, real_slice, states, engine)
 
 
+@pytest.mark.parametrize("spec", PREBUILT_SPECS.values(), ids=PREBUILT_SPECS.keys())
+def test_masks_made_ahead_in_batches_equal_brute_force(
+        spec: Any, real_slice: Vocabulary, monkeypatch: pytest.MonkeyPatch) -> None:
+    """Compiling a small regular constraint makes every state's mask ahead, most of them
+    in one kernel call per batch: each is the mask brute force gives."""
+    if not walk_kernel.available():
+        pytest.skip("the batched walk needs the compiled kernel (numba not installed)")
+    batched: list[int] = []
+    whole = walk_kernel.TrieWalk.whole
+
+    def counting(self: Any, rows: Any, loops: Any, states: np.ndarray, words: Any) -> int:
+        done = whole(self, rows, loops, states, words)
+        batched.extend(states[:done].tolist())
+        return done
+
+    monkeypatch.setattr(walk_kernel.TrieWalk, "whole", counting)
+    masks = TokenMasks(automaton_for(spec), real_slice, use_compiled=True)
+    assert masks.build_all(128)
+    states = list(range(1, masks.automaton.num_states))
+    assert masks.precompute(60.0) >= len(states)
+    assert batched or all(walk_kernel.self_looping(masks.automaton.table, masks._loop_arrays(),
+                                                   s) for s in states)
+    made = dict(masks._masks)
+    for state in states:
+        expected = brute_allowed(masks.automaton, real_slice, state)
+        got = mask_bits(made[state], real_slice.size)
+        assert np.array_equal(np.sort(expected), got), (state, spec)
+        ends = masks.automaton.is_accepting(state)
+        assert bool((made[state] & masks._eos_words).any()) == ends
+
+
 FULL_VOCAB_SPECS = {
     "json-string": PATTERNS["json-string"],
     "dot-star": PATTERNS["dot-star"],
