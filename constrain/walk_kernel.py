@@ -23,7 +23,7 @@ import numpy as np
 
 from .utf8 import UTF8_STEP
 
-__all__ = ["available", "Exits", "TrieWalk", "self_looping"]
+__all__ = ["Exits", "TrieWalk", "available", "self_looping"]
 
 # numba is optional (without it the numpy walk is used) and slow to import, so it is only
 # looked up here and imported on the first compiled walk.
