@@ -109,18 +109,34 @@ class TrieWalk:
 
     def whole(self, rows: np.ndarray, loops: tuple[np.ndarray, ...], states: np.ndarray,
               masks: np.ndarray) -> int:
-        """Walk every token from each of ``states`` into the matching uint32 row of
-        ``masks``, in one kernel call (no loop plans: see :meth:`start`); returns how many
-        were walked to the end. The walk of the next one stopped at a row or a loop not
-        known yet, and its row of ``masks`` is partial."""
+        """What :meth:`start` does for each of ``states``, into the matching uint32 row
+        of ``masks``, in one kernel call (without exits); returns how many were walked to
+        the end. The walk of the next one stopped at a row or a loop not known yet, and
+        its row of ``masks`` is partial."""
         from ._walk_numba import _walk_states
 
         if len(states) and int(states.max()) >= len(rows):
             raise IndexError("trie walk started from a state the row table does not hold")
+        seed_ptr = np.full(len(states) + 1, -1, dtype=np.int64)
+        seeds: list[np.ndarray] = []
+        filled = 0
+        for i, state in enumerate(states.tolist()):
+            if self_looping(rows, loops, state):
+                allowed, loop_exits = self.loop_plan(
+                    int(loops[0][state]), int(loops[1][state]), bool(loops[2][state]),
+                    masks.shape[1],
+                )
+                masks[i] |= allowed
+                seed_ptr[i] = filled
+                seeds.append(loop_exits)
+                filled += len(loop_exits)
+                seed_ptr[i + 1] = filled
+        seed_nodes = np.concatenate(seeds) if seeds else _NO_SEEDS
         stack_nodes, stack_states, pending_nodes, pending_states, exit_nodes = self._buffers()
         return int(_walk_states(rows, *loops, *self._nodes, stack_nodes, stack_states,
-                                self._num_roots, *self._strings, states, masks, pending_nodes,
-                                pending_states, _NO_ACCEPTING, exit_nodes))
+                                self._num_roots, *self._strings, states, seed_ptr, seed_nodes,
+                                masks, pending_nodes, pending_states, _NO_ACCEPTING,
+                                exit_nodes))
 
     def loop_plan(self, ascii_lo: int, ascii_hi: int, non_ascii: bool,
                   words: int) -> tuple[np.ndarray, np.ndarray]:
@@ -203,3 +219,4 @@ class Exits:
 
 
 _NO_ACCEPTING = np.zeros(1, dtype=bool)
+_NO_SEEDS = np.zeros(0, dtype=np.int64)
