@@ -160,20 +160,21 @@ def _walk_states(
     byte, terminal, child_lo, child_hi, start, end, utf8_state,
     suffix_lo, suffix_hi, suffix_non_ascii, suffix_chars, subtree_valid,
     stack_nodes, stack_states, num_roots, string_token, dup_ptr, dup_token,
-    states, seed_ptr, seed_nodes, masks, pending_nodes, pending_states, accepting, exits,
+    states, seed_lo, seed_hi, seed_nodes, masks, pending_nodes, pending_states, accepting,
+    exits,
 ):  # pragma: no cover - compiled
     """One walk per state of ``states`` into the uint32 rows of ``masks``, in one call:
-    from every root, or, where ``seed_ptr[i] >= 0``, from the subtrees of the nodes
-    ``seed_nodes[seed_ptr[i]:seed_ptr[i + 1]]`` only (a loop plan's exits). Returns how
+    from every root, or, where ``seed_lo[i] >= 0``, from the subtrees of the nodes
+    ``seed_nodes[seed_lo[i]:seed_hi[i]]`` only (a loop plan's exits). Returns how
     many states were walked to the end: the walk of the next one stopped for something
     only Python can build (its row in ``masks`` is partial)."""
     for i in range(len(states)):
         state = states[i]
         seed_state = state
         depth0 = 0
-        if seed_ptr[i] >= 0:
+        if seed_lo[i] >= 0:
             seed_state = -1
-            for k in range(seed_ptr[i], seed_ptr[i + 1]):
+            for k in range(seed_lo[i], seed_hi[i]):
                 stack_nodes[depth0] = seed_nodes[k]
                 stack_states[depth0] = state
                 depth0 += 1

@@ -117,7 +117,8 @@ class TrieWalk:
 
         if len(states) and int(states.max()) >= len(rows):
             raise IndexError("trie walk started from a state the row table does not hold")
-        seed_ptr = np.full(len(states) + 1, -1, dtype=np.int64)
+        seed_lo = np.full(len(states), -1, dtype=np.int64)  # -1: from every root
+        seed_hi = np.full(len(states), -1, dtype=np.int64)
         seeds: list[np.ndarray] = []
         filled = 0
         for i, state in enumerate(states.tolist()):
@@ -127,14 +128,14 @@ class TrieWalk:
                     masks.shape[1],
                 )
                 masks[i] |= allowed
-                seed_ptr[i] = filled
                 seeds.append(loop_exits)
+                seed_lo[i] = filled
                 filled += len(loop_exits)
-                seed_ptr[i + 1] = filled
+                seed_hi[i] = filled
         seed_nodes = np.concatenate(seeds) if seeds else _NO_SEEDS
         stack_nodes, stack_states, pending_nodes, pending_states, exit_nodes = self._buffers()
         return int(_walk_states(rows, *loops, *self._nodes, stack_nodes, stack_states,
-                                self._num_roots, *self._strings, states, seed_ptr, seed_nodes,
+                                self._num_roots, *self._strings, states, seed_lo, seed_hi, seed_nodes,
                                 masks, pending_nodes, pending_states, _NO_ACCEPTING,
                                 exit_nodes))
 
