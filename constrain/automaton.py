@@ -52,11 +52,14 @@ _MEMBER_LIVENESS_BUDGET = 2_000
 
 class HeadSplit(NamedTuple):
     """See :meth:`Automaton.head_split`: the head's state, whether the tail may match the
-    empty string (then the state may end where its head does), and the tail's state."""
+    empty string (then the state may end where its head does), the tail's state, and
+    whether the head may match the empty string (then every token of the tail's state is
+    one of the state's too)."""
 
     head: int
     tail_can_end: bool
     tail_state: Callable[[], int]
+    head_can_be_empty: bool = False
 
 
 @dataclass(frozen=True)
@@ -670,11 +673,13 @@ class Automaton:
 
         The head is the lexical start of the top frame (no rule reference, no lazy term:
         a key and its colon, a string value, whitespace and commas), up to the first piece
-        of structure; or that piece alone when it comes first. It cannot match the empty
-        string. A head is the same language wherever it occurs (the same key in objects
-        that have written different members so far, a member inside different callers),
-        so what a walk learns inside it is shared. ``None`` where there is nothing to
-        split (several stacks, no tail, or no head that must consume something).
+        of structure; or that piece alone when it comes first. It may match the empty
+        string only where it is lexical through and through (the rest of a number, which
+        an object's next member or its end follows). A head is the same language wherever
+        it occurs (the same key in objects that have written different members so far, a
+        member inside different callers), so what a walk learns inside it is shared.
+        ``None`` where there is nothing to split (several stacks, no tail, or an empty
+        head with structure in it).
         """
         config = self._configs[state]
         if len(config) != 1:
@@ -687,19 +692,20 @@ class Automaton:
         if rest == EMPTY_STACK and t.is_lexical(top):
             return None  # all head (a regex's states, say)
         items: list[int] = []
-        can_be_empty = True
+        can_be_empty = all_lexical = True
         tail = top
         while tail != EPS:
             item, after = t.head_tail(tail)
             lexical = t.is_lexical(item)
-            if items and not can_be_empty and not lexical:
+            if items and not lexical and (all_lexical or not can_be_empty):
                 break
             items.append(item)
             tail = after
             can_be_empty = can_be_empty and t.nullable(item)
+            all_lexical = all_lexical and lexical
             if not lexical and not can_be_empty:
                 break
-        if can_be_empty or (tail == EPS and rest == EMPTY_STACK):
+        if (can_be_empty and not all_lexical) or (tail == EPS and rest == EMPTY_STACK):
             return None
         with self._lock:
             head_stack = self._push(EMPTY_STACK, t.seq_all(items))
@@ -715,7 +721,7 @@ class Automaton:
                 tail_stack = rest if tail == EPS else self._push(rest, tail)
                 return self._intern(_config((tail_stack,)))
 
-        return HeadSplit(head, tail_can_end, tail_state)
+        return HeadSplit(head, tail_can_end, tail_state, can_be_empty)
 
     def build_all(self, limit: int) -> bool:
         """Build the row of every state reachable from the start, when the grammar is a

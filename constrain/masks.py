@@ -261,7 +261,8 @@ class TokenMasks:
 
         * a union of a few members: the union of the members' plans;
         * a head·tail split (see :meth:`Automaton.head_split`): the head's plan, then a
-          walk on in the tail from the head's exits only;
+          walk on in the tail from the head's exits only (and the tail's own plan, where
+          the head may be empty);
         * anything else: one walk of the vocabulary's trie.
 
         Exits are found only ``with_exits`` (a mask does not need them, and a state that
@@ -295,6 +296,11 @@ class TokenMasks:
                 ends = np.array(exits.nodes, dtype=np.int64)
                 if split.tail_can_end:  # the state may end where its head does
                     ends = np.unique(np.concatenate([ends, inner.exits]))
+            if split.head_can_be_empty:  # every token of the tail alone
+                after = self._plan(split.tail_state(), with_exits)
+                words |= after.words
+                if ends is not None:
+                    ends = np.unique(np.concatenate([ends, after.exits]))
         else:
             fingerprint = None
             if with_exits and self._recurring is not None:

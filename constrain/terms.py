@@ -220,7 +220,38 @@ class TermStore:
         merged = self._merge_byte_alternatives(flat)
         if len(merged) == 1:
             return merged[0]
+        factored = self._factor_heads(merged)
+        if factored is not None:
+            return factored
         return self._make(_ALT, tuple(merged), any(map(self._nullable.__getitem__, merged)))
+
+    def _factor_heads(self, members: list[int]) -> int | None:
+        """``a·p | a·q | r`` as ``a·(p|q) | r`` where ``a`` is a run of a byte class
+        (None when no two concatenations start with the same run). Derivatives of a union whose members start alike (bounded whitespace
+        before each of an object's ``,`` and ``}``) keep starting alike, count after count;
+        factored, each such state is one run then one union, whose rows are cheap, instead
+        of a union deriving every member at every count."""
+        kind, args = self._kind, self._args
+        heads: dict[int, list[int]] = {}
+        others = []
+        for member in members:
+            if kind[member] == _SEQ:
+                head = args[member][0]  # type: ignore[index]
+                # Only runs of a byte class: grouping every union by its heads costs more
+                # than it saves where unions are big (a multipleOf's residues).
+                if kind[head] == _REP and kind[args[head][0]] == _BYTES:  # type: ignore[index]
+                    heads.setdefault(head, []).append(member)
+                    continue
+            others.append(member)
+        if len(heads) == len(members) - len(others):
+            return None
+        out = others
+        for head, group in heads.items():
+            if len(group) == 1:
+                out.append(group[0])
+            else:
+                out.append(self.seq(head, self.alt(args[m][1] for m in group)))  # type: ignore[index]
+        return self.alt(out)
 
     def _merge_byte_alternatives(self, items: set[int]) -> list[int]:
         # [a]|[b] is the byte set [ab]: fewer terms, and equal languages meet as one term.

@@ -1097,6 +1097,26 @@ def test_single_byte_steps_reach_the_rows_states(schema: dict) -> None:
     assert checked > 10
 
 
+def test_unions_of_runs_then_different_tails_are_one_run_then_a_union() -> None:
+    """``ws{0,3}·, | ws{0,3}·}`` is ``ws{0,3}·(,|})``: what follows a JSON member stays a
+    run then a union at every count of its whitespace (cheap rows), and the language is
+    the same. Unions whose members start otherwise stay unions."""
+    from constrain.terms import TermStore
+
+    store = TermStore()
+    ws = store.repeat(store.byte_set(b" \n"), 0, 3)
+    comma, close, x = (store.byte_set(c) for c in (b",", b"}", b"x"))
+    after = store.alt([store.seq(ws, comma), store.seq(ws, close), x])
+    assert after == store.alt([store.seq(ws, store.alt([comma, close])), x])
+    letters = store.byte_set(b"ab")
+    plain = store.alt([store.seq(letters, comma), store.seq(letters, close)])
+    assert plain != store.seq(letters, store.alt([comma, close]))  # not a run: left alone
+    a = Automaton(Grammar.single(alt(seq(repeat(chars([(32, 32)]), 0, 3), literal(",")),
+                                     seq(repeat(chars([(32, 32)]), 0, 3), literal("}")))))
+    assert [a.matches(t) for t in (b"  ,", b"}", b"   }", b"    }", b" ", b",}")] == [
+        True, True, True, False, False, False]
+
+
 def test_bounded_emptiness_check_gives_up_without_forgetting() -> None:
     """``is_live_within`` answers None past its budget and leaves no wrong verdict behind:
     the unbounded check still finds the answer afterwards (a long witness: 40 a's)."""

@@ -460,6 +460,29 @@ def test_head_plans_give_the_walks_masks(schema: dict[str, Any], qwen_vocab: Voc
 
 
 
+def test_a_head_that_may_be_empty_splits_from_its_tail(qwen_vocab: Vocabulary) -> None:
+    """After ``{"age": 3`` the number may go on or end: its rest is a head that may be
+    empty, split from the object's tail; the mask adds the tail's own tokens (``,``,
+    ``}``) to the number's and to those going from the number on into the tail (``0}``)."""
+    if not walk_kernel.available():
+        pytest.skip("numba not installed")
+    from constrain import compile_json_schema
+
+    schema = {"type": "object", "properties": {"age": {"type": "integer"}, "b": {}}}
+    compiled = compile_json_schema(schema, qwen_vocab)
+    automaton = compiled.automaton
+    state = automaton.start
+    for byte in b'{"age": 3':
+        state = int(automaton.row(state)[byte])
+    split = automaton.head_split(state)
+    assert split is not None and split.head_can_be_empty
+    plain = TokenMasks(automaton, qwen_vocab, use_compiled=False)
+    planned = TokenMasks(automaton, qwen_vocab, use_compiled=True)
+    assert np.array_equal(plain.mask(state), planned.mask(state))
+    allowed = {qwen_vocab.token_bytes[t] for t in planned.allowed_token_ids(state)}
+    assert {b"0", b".", b"e", b",", b"}", b" }", b",\n"} <= allowed and b'"' not in allowed
+
+
 def test_recurring_heads_share_plans_across_constraints(qwen_vocab: Vocabulary) -> None:
     """A head met in a second constraint (here a string value after a key) is kept per
     vocabulary, and the constraints after it use that plan instead of walking it again;
