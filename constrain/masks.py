@@ -141,7 +141,8 @@ class TokenMasks:
         each call, which costs more than the walk of a small regex's state. Returns the
         states left to :meth:`mask`: twins of others (:meth:`mask` shares theirs), and
         any the kernel stopped at."""
-        automaton, trie = self.automaton, self.trie
+        automaton, trie, walk = self.automaton, self.trie, self._walk
+        assert walk is not None  # only called with the compiled walk
         left: list[int] = []
         with self._lock:
             self._sync(None)
@@ -161,7 +162,7 @@ class TokenMasks:
                 first += len(chunk)
                 self._sync(None)
                 words = np.zeros((len(chunk), self.words), dtype=np.uint32)
-                done = self._walk.whole(automaton.table, self._loop_arrays(), chunk, words)
+                done = walk.whole(automaton.table, self._loop_arrays(), chunk, words)
                 for i, state in enumerate(chunk[:done].tolist()):
                     packed = words[i].view(np.int32)
                     if automaton.is_accepting(state):

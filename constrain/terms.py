@@ -22,7 +22,7 @@ from __future__ import annotations
 
 import hashlib
 from collections.abc import Callable, Iterable
-from typing import Any
+from typing import Any, cast
 
 from .errors import ResourceLimitError
 from .utf8 import UTF8_MULTIBYTE_EDGES
@@ -232,15 +232,15 @@ class TermStore:
         factored, each such state is one run then one union, whose rows are cheap, instead
         of a union deriving every member at every count."""
         kind, args = self._kind, self._args
-        heads: dict[int, list[int]] = {}
+        heads: dict[int, list[tuple[int, int]]] = {}  # run -> (member, what follows it)
         others = []
         for member in members:
             if kind[member] == _SEQ:
-                head = args[member][0]  # type: ignore[index]
+                head, rest = cast("tuple[int, int]", args[member])
                 # Only runs of a byte class: grouping every union by its heads costs more
                 # than it saves where unions are big (a multipleOf's residues).
-                if kind[head] == _REP and kind[args[head][0]] == _BYTES:  # type: ignore[index]
-                    heads.setdefault(head, []).append(member)
+                if kind[head] == _REP and kind[cast("tuple[int, int, Any]", args[head])[0]] == _BYTES:
+                    heads.setdefault(head, []).append((member, rest))
                     continue
             others.append(member)
         if len(heads) == len(members) - len(others):
@@ -248,9 +248,9 @@ class TermStore:
         out = others
         for head, group in heads.items():
             if len(group) == 1:
-                out.append(group[0])
+                out.append(group[0][0])
             else:
-                out.append(self.seq(head, self.alt(args[m][1] for m in group)))  # type: ignore[index]
+                out.append(self.seq(head, self.alt(rest for _, rest in group)))
         return self.alt(out)
 
     def _merge_byte_alternatives(self, items: set[int]) -> list[int]:

@@ -115,6 +115,8 @@ class TrieWalk:
         its row of ``masks`` is partial."""
         from ._walk_numba import _walk_states
 
+        kernel: Any = _walk_states  # numba's stubs cap the arguments of a call
+
         if len(states) and int(states.max()) >= len(rows):
             raise IndexError("trie walk started from a state the row table does not hold")
         seed_lo = np.full(len(states), -1, dtype=np.int64)  # -1: from every root
@@ -134,7 +136,7 @@ class TrieWalk:
                 seed_hi[i] = filled
         seed_nodes = np.concatenate(seeds) if seeds else _NO_SEEDS
         stack_nodes, stack_states, pending_nodes, pending_states, exit_nodes = self._buffers()
-        return int(_walk_states(rows, *loops, *self._nodes, stack_nodes, stack_states,
+        return int(kernel(rows, *loops, *self._nodes, stack_nodes, stack_states,
                                 self._num_roots, *self._strings, states, seed_lo, seed_hi, seed_nodes,
                                 masks, pending_nodes, pending_states, _NO_ACCEPTING,
                                 exit_nodes))
