@@ -315,6 +315,17 @@ def test_masks_made_ahead_in_batches_equal_brute_force(
         assert bool((made[state] & masks._eos_words).any()) == ends
 
 
+def test_masks_made_ahead_stop_at_the_deadline(qwen_slice: Vocabulary) -> None:
+    """With no time left, no batch is walked; every mask is then made when asked, and is
+    the one brute force gives."""
+    masks = TokenMasks(automaton_for(PATTERNS["email"]), qwen_slice)
+    assert masks.build_all(128)
+    assert masks.precompute(0.0) == 0
+    for state in range(1, masks.automaton.num_states):
+        expected = brute_allowed(masks.automaton, qwen_slice, state)
+        assert np.array_equal(np.sort(expected), masks.allowed_token_ids(state)), state
+
+
 FULL_VOCAB_SPECS = {
     "json-string": PATTERNS["json-string"],
     "dot-star": PATTERNS["dot-star"],
