@@ -32,7 +32,7 @@ import numpy as np
 
 from . import grammar as ir
 from .errors import GrammarError, ResourceLimitError
-from .terms import EMPTYSET, EPS, TermStore
+from .terms import EMPTYSET, EPS, Fingerprint, TermStore
 from .utf8 import utf8_byte_ranges
 
 __all__ = ["Automaton", "AutomatonOptions", "HeadSplit"]
@@ -607,9 +607,9 @@ class Automaton:
             return None
         return self.members(state, limit)
 
-    def fingerprint(self, state: int) -> bytes | None:
+    def fingerprint(self, state: int) -> Fingerprint | None:
         """For a state that is one lexical term and nothing after it (a head, see
-        :meth:`head_split`), a digest of that term's structure, equal across automata
+        :meth:`head_split`), an id of that term's structure, equal across automata
         (:meth:`TermStore.fingerprint`); ``None`` for any other state."""
         config = self._configs[state]
         if len(config) != 1 or config[0] == EMPTY_STACK:
@@ -931,7 +931,7 @@ def _library_start(library: ir.RuleLibrary, options: AutomatonOptions) -> Automa
             found = Automaton(ir.Grammar(rules, start))
             found.utf8_star()  # what every complement is intersected with
             # Heads made of library terms (a key's characters, a string's inside) are
-            # fingerprinted to share their mask plans: their parts' digests come forked.
+            # fingerprinted to share their mask plans: their parts' ids come forked.
             terms = found.terms
             for term in range(len(terms)):
                 terms.fingerprint(term)

@@ -20,7 +20,7 @@ instead of unrolling, and intersection and complement directly, so ``(a|b)*a(a|b
 
 from __future__ import annotations
 
-import hashlib
+import threading
 from collections.abc import Callable, Iterable
 from typing import Any, cast
 
@@ -42,6 +42,8 @@ Pieces = list[tuple[int, int]] | tuple[tuple[int, int], ...]
 # For each rule reference that may come first: (rule, successor after the rule's text).
 Refs = tuple[tuple[int, int], ...]
 Derivative = tuple[Pieces, Refs]
+# (generation of the structure table, structure id): see TermStore.fingerprint.
+Fingerprint = tuple[int, int]
 
 
 class TermStore:
@@ -68,7 +70,8 @@ class TermStore:
         self._byte_derivatives: dict[tuple[int, int], tuple[int, Refs]] = {}
         self._live: dict[int, bool] = {EMPTYSET: False, EPS: True}
         self._single_chars: dict[int, tuple[int, bool]] = {}
-        self._fingerprints: dict[int, bytes] = {}
+        self._fingerprints: dict[int, int] = {}  # term -> structure id
+        self._fingerprint_generation = -1
         self._alphabets: dict[int, int] = {}
         self._builders: dict[int, Callable[[], int]] = {}
         self._forced: dict[int, int] = {}
@@ -736,10 +739,13 @@ class TermStore:
             return 0
         return self._args[item][0]  # type: ignore[index, return-value]
 
-    def fingerprint(self, term: int) -> bytes | None:
-        """A digest of a lexical term's structure, the same for equal structures in any
-        store (so across automata); ``None`` for a term with a rule reference or a lazy
-        term inside, whose meaning depends on its automaton (memoized).
+    def fingerprint(self, term: int) -> Fingerprint | None:
+        """An id of a lexical term's structure, equal for equal structures in any store
+        (so across automata); ``None`` for a term with a rule reference or a lazy term
+        inside, whose meaning depends on its automaton (memoized).
+
+        Exact, not a digest: structures are numbered in one process-wide table (see
+        :class:`_StructureIds`), so two different structures never share an id.
 
         >>> a, b = TermStore(), TermStore()
         >>> b.byte_set([0x62])  # ids differ between the stores from here on
@@ -750,11 +756,21 @@ class TermStore:
         """
         if self._open_flag[term]:
             return None
-        found = self._fingerprints.get(term)
-        if found is not None:
-            return found
-        known, kinds, all_args = self._fingerprints, self._kind, self._args
-        blake2b = hashlib.blake2b
+        table = _STRUCTURES
+        with table.lock:
+            generation = table.start_call()
+            if self._fingerprint_generation != generation:  # ids of an older table
+                self._fingerprints = {}
+                self._fingerprint_generation = generation
+            known = self._fingerprints
+            found = known.get(term)
+            if found is None:
+                found = self._number_structure(term, known, table.ids)
+        return generation, found
+
+    def _number_structure(self, term: int, known: dict[int, int],
+                          ids: dict[tuple[object, ...], int]) -> int:
+        kinds, all_args = self._kind, self._args
         todo = [term]  # post-order without recursion: concatenations nest as deep as they are long
         while todo:
             t = todo[-1]
@@ -763,25 +779,29 @@ class TermStore:
                 continue
             kind, args = kinds[t], all_args[t]
             if kind == _BYTES:
-                todo.pop()
-                known[t] = blake2b(bytes((kind,)) + args[0].to_bytes(32, "little"),  # type: ignore
-                                   digest_size=16).digest()
-                continue
-            parts = args[:1] if kind == _REP else args
-            waiting = False
-            for p in parts:
-                if p not in known:
-                    todo.append(p)  # type: ignore[arg-type]
-                    waiting = True
-            if waiting:
-                continue
+                key: tuple[object, ...] = (kind, args[0])
+            else:
+                parts = args[:1] if kind == _REP else args
+                waiting = False
+                for p in parts:
+                    if p not in known:
+                        todo.append(p)  # type: ignore[arg-type]
+                        waiting = True
+                if waiting:
+                    continue
+                if kind == _SEQ:
+                    key = (kind, known[args[0]], known[args[1]])  # type: ignore[index]
+                elif kind == _REP:
+                    key = (kind, known[args[0]], args[1], args[2])  # type: ignore[index]
+                elif kind == _ALT or kind == _AND:  # members are sorted by id, which differs
+                    key = (kind, *sorted([known[p] for p in args]))  # type: ignore[index]
+                else:
+                    key = (kind, *[known[p] for p in args])  # type: ignore[index]
             todo.pop()
-            children = [known[p] for p in parts]  # type: ignore[index]
-            if kind == _ALT or kind == _AND:  # their members are sorted by id, which differs
-                children.sort()
-            if kind == _REP:
-                children.append(repr(args[1:]).encode())
-            known[t] = blake2b(bytes((kind,)) + b"".join(children), digest_size=16).digest()
+            found = ids.get(key)
+            if found is None:
+                found = ids[key] = len(ids)
+            known[t] = found
         return known[term]
 
     def show(self, term: int) -> str:
@@ -821,6 +841,36 @@ def _frozen(derivative: tuple[Pieces, Any]) -> Derivative:
     collections geometric."""
     pieces, refs = derivative
     return pieces, (refs if type(refs) is tuple else tuple(refs.items()))
+
+
+class _StructureIds:
+    """The process-wide numbering of lexical term structures behind
+    :meth:`TermStore.fingerprint`: a structure's key is its kind with its parts' numbers
+    (and a byte set's bits, a repeat's counts), so equal structures get one number in
+    every store, exactly, at one dictionary lookup per term.
+
+    Bounded: once it holds ``limit`` structures, the next call starts a new, empty
+    generation. Fingerprints carry their generation, so one from an older table never
+    equals a newer one (plans shared under old ones are simply not found again), and each
+    store renumbers its terms when it sees the generation change.
+    """
+
+    def __init__(self, limit: int) -> None:
+        self.limit = limit
+        self.ids: dict[tuple[object, ...], int] = {}
+        self.generation = 0
+        self.lock = threading.Lock()
+
+    def start_call(self) -> int:
+        """The generation one fingerprint call numbers in (call with ``lock`` held)."""
+        if len(self.ids) >= self.limit:
+            self.ids = {}
+            self.generation += 1
+        return self.generation
+
+
+# ~200 bytes a structure: at most ~50 MB before a new generation starts.
+_STRUCTURES = _StructureIds(limit=262_144)
 
 
 def union_pieces(store: TermStore, groups: list[Pieces]) -> Pieces:

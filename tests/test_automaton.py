@@ -1181,3 +1181,60 @@ def test_exponential_automaton_steps_through_a_token_to_the_same_state() -> None
             state = whole
     assert a.matches(b"ab" * 9 + b"a" + b"b" * 12 + b"c")
     assert not a.matches(b"ab" * 9 + b"a" + b"b" * 11 + b"c")
+
+
+def _words_term(store, words: Iterable[str], lo: int = 0, hi: int | None = 3) -> int:  # type: ignore[no-untyped-def]
+    """``(w1|w2|...){lo,hi}`` of literal words, built in ``store``."""
+    members = [store.seq_all(store.byte_set([b]) for b in w.encode()) for w in words]
+    return store.repeat(store.alt(members), lo, hi)
+
+
+def test_structure_ids_are_equal_exactly_for_equal_structures() -> None:
+    """Head plans are shared across constraints by :meth:`TermStore.fingerprint`: equal
+    structures built in different stores (different term ids, members built in another
+    order) get one id, and every change of a byte, a count or a member gives another."""
+    from constrain.terms import TermStore
+
+    first, second = TermStore(rule_nullable=[False]), TermStore()
+    second.byte_set(b"zyx")  # shifts every id in the second store
+    words = ["key", "kez", "name", "\u00e9t\u00e9"]
+    assert (first.fingerprint(_words_term(first, words))
+            == second.fingerprint(_words_term(second, reversed(words))))
+    variants = [
+        _words_term(first, words, hi=4),
+        _words_term(first, words, lo=1),
+        _words_term(first, words, hi=None),
+        _words_term(first, ["key", "kez", "name"]),
+        _words_term(first, ["key", "kez", "namf", "\u00e9t\u00e9"]),
+        _words_term(first, ["key", "kez", "name", "\u00e9t\u00e9", "x"]),
+        first.seq(_words_term(first, words), first.byte_set(b",")),
+        first.complement(_words_term(first, words)),
+    ]
+    prints = [first.fingerprint(t) for t in [_words_term(first, words), *variants]]
+    assert len(set(prints)) == len(prints)
+    assert first.fingerprint(first.ref(0)) is None  # meaning depends on the automaton
+
+
+def test_structure_ids_start_a_new_generation_when_the_table_is_full(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    """The process-wide table is bounded: past its limit it starts again, and ids of the
+    old generation never equal new ones, while stores that numbered terms before agree
+    again with stores that number them after."""
+    from constrain import terms
+    from constrain.terms import TermStore
+
+    table = terms._StructureIds(limit=60)
+    monkeypatch.setattr(terms, "_STRUCTURES", table)
+    early, late = TermStore(), TermStore()
+    before = early.fingerprint(_words_term(early, ["alpha", "beta"]))
+    for i in range(100):  # other structures, until the table starts again
+        early.fingerprint(_words_term(early, [f"w{i}xyz"]))
+        if table.generation:
+            break
+    assert table.generation == 1 and len(table.ids) < 30
+    after = late.fingerprint(_words_term(late, ["alpha", "beta"]))
+    assert after != before and after[0] > before[0]
+    assert early.fingerprint(_words_term(early, ["alpha", "beta"])) == after
+    forked = early.fork(early.max_terms, early.rule_nullable)
+    assert forked.fingerprint(_words_term(forked, ["beta", "alpha"])) == after
