@@ -176,6 +176,15 @@ class ConstrainEngine(Engine):
         # no timed compile or step pays for them.
         warm = constrain.compile_regex("[a-z]*!", self.vocab).matcher()
         warm.fill_bitmask(np.zeros((1, warm.compiled.mask_words), dtype=np.int32), 0)
+        # The modules JSON Schema compilation imports on first use (jsonschema and
+        # referencing build ~150 ms of classes), as the anchors import theirs before
+        # timing: lowered to the IR only, so no per-vocabulary cache learns anything.
+        from constrain.json_schema import schema_to_grammar
+
+        schema_to_grammar({"type": "object", "properties": {
+            "a": {"type": "string", "format": "date-time", "pattern": "^x"},
+            "b": {"anyOf": [{"type": "integer", "minimum": 3}, {"$ref": "#/$defs/c"}]},
+        }, "$defs": {"c": {"enum": [None, True]}}})
 
     def before_compile(self) -> None:
         from constrain import cache
