@@ -63,6 +63,7 @@ class CompiledConstraint:
         self.kind = kind
         self.grammar = grammar
         self.vocab = vocab
+        self._eos_token_ids = vocab.eos_token_ids  # read at every step: no property call
         self.automaton = Automaton(grammar, options)
         self._masks = TokenMasks(self.automaton, vocab)
         self._steps: dict[tuple[int, int], int] = {}

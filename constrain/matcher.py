@@ -33,6 +33,7 @@ if TYPE_CHECKING:
 __all__ = ["Matcher"]
 
 _TERMINATED = -1
+_DEAD = Automaton.DEAD
 
 
 class Matcher:
@@ -67,12 +68,16 @@ class Matcher:
         """
         mask = self._compiled.masks_for_state(self._state)
         words = len(mask)
-        target = bitmask[row]
-        if isinstance(target, np.ndarray):
-            target[:words] = mask
-            if target.shape[0] > words:
-                target[words:] = 0
+        if isinstance(bitmask, np.ndarray):
+            # One indexing operation per call: this runs once per decoded token, and each
+            # numpy call costs about as much as copying the ~19 KB row of a 151k vocabulary.
+            if bitmask.shape[-1] == words:
+                bitmask[row] = mask
+            else:
+                bitmask[row, :words] = mask
+                bitmask[row, words:] = 0
             return
+        target = bitmask[row]
         source = self._compiled.torch_mask(self._state)
         if target.device != source.device:
             source = source.to(target.device, non_blocking=True)
@@ -99,18 +104,19 @@ class Matcher:
 
         EOS where the constraint may end terminates the matcher.
         """
-        if self._state == _TERMINATED:
+        state = self._state
+        if state == _TERMINATED:
             return False
         compiled = self._compiled
-        if token in compiled.vocab.eos_token_ids:
-            if not compiled.automaton.is_accepting(self._state):
+        if token in compiled._eos_token_ids:
+            if not compiled.automaton.is_accepting(state):
                 return False
             nxt = _TERMINATED
         else:
-            nxt = compiled.token_step(self._state, token)
-            if nxt == Automaton.DEAD:
+            nxt = compiled.token_step(state, token)
+            if nxt == _DEAD:
                 return False
-        self._history.append(self._state)
+        self._history.append(state)
         self._state = nxt
         return True
 
