@@ -30,7 +30,7 @@ from . import cache
 from .automaton import Automaton, AutomatonOptions
 from .errors import GrammarError, RegexSyntaxError, TokenizerError
 from .grammar import EMPTY, Bytes, Expr, Grammar, prefix_tree
-from .masks import TokenMasks
+from .masks import TokenMasks, eos_only_words
 from .matcher import Matcher
 from .regex import parse_regex
 from .vocab import Vocabulary
@@ -69,10 +69,7 @@ class CompiledConstraint:
         self._steps: dict[tuple[int, int], int] = {}
         self._torch_masks: dict[int, Any] = {}
         self._lock = threading.Lock()
-        eos_only = np.zeros(self._masks.words * 32, dtype=bool)
-        eos_only[sorted(vocab.eos_token_ids)] = True
-        self._eos_only = np.packbits(eos_only, bitorder="little").view("<i4").astype(np.int32)
-        self._eos_only.flags.writeable = False
+        self._eos_only = eos_only_words(vocab)
         if self.automaton.start == Automaton.DEAD:
             raise GrammarError("the constraint's language is empty: nothing can be generated")
         # A small regular language (most regexes and choice sets) is built whole now: a

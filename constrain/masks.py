@@ -46,12 +46,36 @@ from .token_trie import TokenTrie
 from .utf8 import UTF8_BOUNDARY, UTF8_MULTIBYTE_EDGES
 from .vocab import Vocabulary
 
-__all__ = ["TokenMasks", "mask_words"]
+__all__ = ["TokenMasks", "eos_only_words", "mask_words"]
 
 
 def mask_words(size: int) -> int:
     """Number of int32 words holding ``size`` bits."""
     return (size + 31) // 32
+
+
+def eos_only_words(vocab: Vocabulary) -> np.ndarray:
+    """The packed int32 mask allowing ``vocab``'s EOS ids and nothing else (read-only;
+    made once per vocabulary, not per constraint: every mask of a state that may end
+    ORs it in, and a terminated matcher fills it).
+
+    >>> v = Vocabulary.from_token_bytes([b"a", None, None], eos_token_ids=[1, 2])
+    >>> eos_only_words(v).tolist()
+    [6]
+    """
+    key = (vocab.fingerprint, vocab.size)
+    found = _eos_only.get(key)
+    if found is None:
+        found = np.zeros(mask_words(vocab.size), dtype=np.int32)
+        _set_bits(found, np.array(sorted(vocab.eos_token_ids), dtype=np.int64))
+        found.flags.writeable = False
+        if len(_eos_only) >= 64:  # a bound, for processes that load many vocabularies
+            _eos_only.clear()
+        _eos_only[key] = found
+    return found
+
+
+_eos_only: dict[tuple[str, int], np.ndarray] = {}
 
 
 class TokenMasks:
@@ -68,9 +92,7 @@ class TokenMasks:
         self.vocab = vocab
         self.trie = trie if trie is not None else token_trie(vocab)
         self.words = mask_words(vocab.size)
-        self._eos = np.array(sorted(vocab.eos_token_ids), dtype=np.int64)
-        self._eos_words = np.zeros(self.words, dtype=np.int32)
-        _set_bits(self._eos_words, self._eos)
+        self._eos_words = eos_only_words(vocab)
         self._masks: dict[int, np.ndarray] = {}
         # Reentrant: a union's mask is made from its members' masks (see _union_mask).
         self._lock = threading.RLock()
@@ -229,7 +251,7 @@ class TokenMasks:
         if found is None:
             found = self.mask(key[0])
             ends = bool((found & self._eos_words).any())  # the member may end
-            if len(key) > 2 or (ends != accepting and len(self._eos)):
+            if len(key) > 2 or (ends != accepting and self.vocab.eos_token_ids):
                 found = found.copy()
                 for member in key[1:-1]:
                     found |= self.mask(member)
