@@ -144,6 +144,9 @@ class Automaton:
         self._config_ids: dict[Config, int] = {(): self.DEAD}
         self._rows = np.full((64, 256), -1, dtype=np.int32)
         self._steps: dict[tuple[int, int], int] = {}  # single steps of states without a row
+        # The distinct live successors of each built row, as it was built (build_all walks
+        # them; reading them back from a 256-entry row costs more than the row took).
+        self._successors: dict[int, tuple[int, ...]] = {}
         self._rows[self.DEAD] = self.DEAD
         self._accepting = np.zeros(64, dtype=bool)
         start_rule = self._rule_index[grammar.start]
@@ -392,24 +395,30 @@ class Automaton:
         with self._lock:
             if self._rows[state, 0] >= 0:
                 return
-            row = self._byte_run_row(state)
-            if row is not None:
-                self._rows[state] = row
+            run = self._byte_run_row(state)
+            if run is not None:
+                self._rows[state], self._successors[state] = run
                 return
             pieces: list[tuple[int, Stack]] = []
             for stack in self._configs[state]:
                 self._stack_pieces(stack, pieces)
             row = np.zeros(256, dtype=np.int32)
+            successors = []
             if _disjoint(pieces):  # the common case: one frame's derivative, no merging
                 for bits, stack in pieces:
                     if stack != DEAD_STACK:
-                        _set_row(row, bits, self._intern((stack,)))
+                        target = self._intern((stack,))
+                        _set_row(row, bits, target)
+                        successors.append(target)
             else:
                 for bits, members in _partition(pieces):
-                    _set_row(row, bits, self._intern(_config(members)))
+                    target = self._intern(_config(members))
+                    _set_row(row, bits, target)
+                    successors.append(target)
             self._rows[state] = row
+            self._successors[state] = tuple(successors)
 
-    def _byte_run_row(self, state: int) -> np.ndarray | None:
+    def _byte_run_row(self, state: int) -> tuple[np.ndarray, tuple[int, ...]] | None:
         """The row of a state whose only stack has ``x{lo,hi}·tail`` on top, for a class
         ``x`` of single bytes, built without derivatives: a byte of ``x`` counts one down,
         and (when ``lo`` is 0) every other byte does what it does after the run, which is
@@ -434,15 +443,21 @@ class Automaton:
         positions = _bit_positions(bits)
         if lo:
             row = np.zeros(256, dtype=np.int32)
+            successors: tuple[int, ...] = ()
         else:
             base = self._push(rest, tail)
             if base == DEAD_STACK:
                 return None
-            row = self.row(self._intern((base,))).copy()
+            base_state = self._intern((base,))
+            row = self.row(base_state).copy()
             if row[positions].any():
                 return None
-        row[positions] = self.DEAD if after == DEAD_STACK else self._intern((after,))
-        return row
+            successors = self._successors[base_state]
+        if after != DEAD_STACK:
+            target = self._intern((after,))
+            row[positions] = target
+            successors = (*successors, target)
+        return row, successors
 
     # -- public queries ----------------------------------------------------------------
 
@@ -757,7 +772,8 @@ class Automaton:
         while level:
             following: list[int] = []
             for state in level:
-                for target in set(self.row(state).tolist()):
+                self.row(state)
+                for target in self._successors[state]:
                     if target != self.DEAD and target not in seen:
                         seen.add(target)
                         following.append(target)
