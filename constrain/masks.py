@@ -35,7 +35,7 @@ from __future__ import annotations
 
 import threading
 import time
-from typing import NamedTuple
+from typing import NamedTuple, cast
 
 import numpy as np
 
@@ -111,10 +111,15 @@ class TokenMasks:
         self.use_compiled = walk_kernel.available() if use_compiled is None else use_compiled
         self._walk = walk_kernel.TrieWalk(self.trie) if self.use_compiled else None
         self._plans: dict[int, _Plan] = {}
+        self._seeded: dict[tuple[int, int], tuple[_Plan, _Plan]] = {}
         # Heads recur across constraints (a JSON string, whitespace then a quote, a
         # number): their plans are shared by every constraint on this vocabulary's trie.
         self._recurring = (recurring(vocab, "head plans", _RECURRING_PLANS)
                            if trie is None and self.use_compiled else None)
+        # Heads walked from the exits of shared heads (see _seeded_plan): a cache of its
+        # own, so that they do not push out the heads themselves.
+        self._recurring_seeded = (recurring(vocab, "seeded head plans", _RECURRING_PLANS)
+                                  if self._recurring is not None else None)
 
     def mask(self, state: int) -> np.ndarray:
         """The packed int32 mask of ``state`` (read-only; EOS set iff the state may end)."""
@@ -310,15 +315,13 @@ class TokenMasks:
             inner = self._plan(split.head, True)
             words = inner.words.copy()
             if len(inner.seeds):
-                tail = split.tail_state()
-                self._sync(exits)
-                pending = self._walk.seeded(automaton.table, self._loop_arrays(), inner.seeds,
-                                            tail, words, exits)
-                self._finish(pending, words, exits)
-            if exits is not None:
-                ends = np.array(exits.nodes, dtype=np.int64)
-                if split.tail_can_end:  # the state may end where its head does
-                    ends = np.unique(np.concatenate([ends, inner.exits]))
+                onward = self._seeded_plan(split.tail_state(), inner, with_exits)
+                words |= onward.words
+                ends = onward.exits
+            elif with_exits:
+                ends = _NO_NODES
+            if ends is not None and split.tail_can_end:  # it may end where its head does
+                ends = np.unique(np.concatenate([ends, inner.exits]))
             if split.head_can_be_empty:  # every token of the tail alone
                 after = self._plan(split.tail_state(), with_exits)
                 words |= after.words
@@ -342,6 +345,81 @@ class TokenMasks:
         if members is None and split is None and fingerprint is not None:
             self._recurring.offer(fingerprint, found)  # type: ignore[union-attr]
         return found
+
+    def _seeded_plan(self, state: int, source: _Plan, with_exits: bool) -> _Plan:
+        """What :meth:`_plan` knows about ``state``, for the tokens that reach it from
+        ``source``: the walk starts at ``source.seeds`` (the children of the nodes where
+        ``source``'s state may end), reading each seed's byte from ``state``. Built the
+        way :meth:`_plan` builds its plans (a union from its members', a head then a walk
+        on from the head's exits) and memoized per ``(state, source)``.
+
+        The tail after a head is specific to where the head occurs (the keys an object
+        has not written yet, what follows the object), so walking it directly would
+        build automaton states for every such place; its own members and heads are not,
+        and their plans from the same ``source`` are shared: the head of an object's next
+        key after any value, from the exits of a number, say, is walked once per
+        vocabulary and number head, not once per set of keys written.
+        """
+        key = (state, id(source))
+        found = self._seeded.get(key)
+        if found is not None and (found[1].exits is not None or not with_exits):
+            return found[1]
+        automaton = self.automaton
+        members = split = None
+        # A state with its row built has been walked through before, and so have, most
+        # likely, the states after it: walking on through them is cheaper than composing.
+        if automaton.table.item(state, 0) < 0:
+            members = automaton.alternatives(state, _MAX_MEMBERS)
+            split = None if members is not None else automaton.head_split(state)
+        ends: np.ndarray | None = None
+        fingerprint = None
+        if members is not None:
+            plans = [self._seeded_plan(member, source, with_exits) for member in members]
+            words = plans[0].words.copy()
+            for plan in plans[1:]:
+                words |= plan.words
+            if with_exits:
+                ends = np.unique(np.concatenate([plan.exits for plan in plans]))
+        elif split is not None:
+            inner = self._seeded_plan(split.head, source, True)
+            words = inner.words.copy()
+            ends = _NO_NODES if with_exits else None
+            if inner.seeds is not None and len(inner.seeds):
+                onward = self._seeded_plan(split.tail_state(), inner, with_exits)
+                words |= onward.words
+                ends = onward.exits
+            if ends is not None and split.tail_can_end:
+                ends = np.unique(np.concatenate([ends, inner.exits]))
+            if split.head_can_be_empty:
+                after = self._seeded_plan(split.tail_state(), source, with_exits)
+                words |= after.words
+                if ends is not None:
+                    ends = np.unique(np.concatenate([ends, after.exits]))
+        else:
+            if with_exits and self._recurring_seeded is not None:
+                fingerprint = automaton.fingerprint(state)
+                if fingerprint is not None:
+                    shared = self._recurring_seeded.get((fingerprint, id(source)))
+                    if isinstance(shared, tuple) and shared[0] is source:
+                        self._seeded[key] = shared
+                        return cast(_Plan, shared[1])
+            exits = walk_kernel.Exits(automaton.accepting_flags()) if with_exits else None
+            words = np.zeros(self.words, dtype=np.uint32)
+            self._sync(exits)
+            assert self._walk is not None  # plans are made with the compiled walk only
+            pending = self._walk.seeded(automaton.table, self._loop_arrays(), source.seeds,
+                                        state, words, exits)
+            self._finish(pending, words, exits)
+            if exits is not None:
+                ends = np.array(exits.nodes, dtype=np.int64)
+        words.flags.writeable = False
+        seeds = None if ends is None else self._children(ends)
+        # The source is kept with the plan: its id is part of the key.
+        entry = (source, _Plan(words, ends, seeds))
+        self._seeded[key] = entry
+        if fingerprint is not None:
+            self._recurring_seeded.offer((fingerprint, id(source)), entry)  # type: ignore[union-attr]
+        return entry[1]
 
     def _walk_whole(self, state: int, exits: walk_kernel.Exits | None) -> np.ndarray:
         """The uint32 mask of one walk of the whole trie from ``state`` (EOS not set)."""
@@ -572,6 +650,8 @@ class _Plan(NamedTuple):
     exits: np.ndarray | None
     seeds: np.ndarray | None
 _UNBOUNDED = walk_kernel.UNBOUNDED
+_NO_NODES = np.zeros(0, dtype=np.int64)
+_NO_NODES.flags.writeable = False
 
 
 def _set_bits(packed: np.ndarray, ids: np.ndarray) -> None:

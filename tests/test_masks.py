@@ -519,6 +519,37 @@ def test_recurring_heads_share_plans_across_constraints(qwen_vocab: Vocabulary) 
     assert ids[1] & ids[2]  # met twice: the third constraint uses the second's plans
 
 
+def test_tails_are_planned_from_their_heads_exits(qwen_vocab: Vocabulary) -> None:
+    """A function-calling object (free-form extra keys allowed): past each value, what
+    follows (the next key's head, the object's end) is planned from the value's exits
+    through its own members and heads, and those plans recur across the sets of keys
+    written; every mask on the way equals the plain level walk's."""
+    if not walk_kernel.available():
+        pytest.skip("numba not installed")
+    from constrain.json_schema import schema_to_grammar
+
+    schema = {"type": "object", "required": ["shape", "m"], "properties": {
+        "shape": {"type": "string"},
+        "m": {"type": "object", "required": ["base", "height", "side"], "properties": {
+            k: {"type": "number"} for k in ("base", "height", "side")}}}}
+    automaton = Automaton(schema_to_grammar(schema))
+    planned = TokenMasks(automaton, qwen_vocab, use_compiled=True)
+    plain = TokenMasks(automaton, qwen_vocab, use_compiled=False)
+    document = b'{"m": {"base": 1, "height": 2, "side": 3}, "shape": "sq"}'
+    state = automaton.start
+    seeded_after: dict[bytes, int] = {}
+    for i, byte in enumerate(document):
+        state = automaton.step_bytes(state, bytes([byte]))
+        assert np.array_equal(planned.mask(state), plain.mask(state)), document[:i + 1]
+        seeded_after[document[:i + 1]] = len(planned._seeded)
+    assert seeded_after[document] > 0
+    # The first value's tail made its plans; the next values' tails reuse most of them.
+    first = seeded_after[b'{"m": {"base": 1'] - seeded_after[b'{"m": {"base": ']
+    later = seeded_after[b'{"m": {"base": 1, "height": 2'] - seeded_after[
+        b'{"m": {"base": 1, "height": ']
+    assert later < first
+
+
 def test_kernel_refuses_a_state_outside_the_row_table() -> None:
     """The compiled walk indexes without bounds checks; started from a state its table
     does not hold (a table fetched before the state was built), it raises, not crashes."""
