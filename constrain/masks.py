@@ -317,7 +317,7 @@ class TokenMasks:
             if len(inner.seeds):
                 onward = self._seeded_plan(split.tail_state(), inner, with_exits)
                 words |= onward.words
-                ends = onward.exits
+                ends = onward.exits if with_exits else None  # a memo may hold exits
             elif with_exits:
                 ends = _NO_NODES
             if ends is not None and split.tail_can_end:  # it may end where its head does
@@ -387,7 +387,7 @@ class TokenMasks:
             if inner.seeds is not None and len(inner.seeds):
                 onward = self._seeded_plan(split.tail_state(), inner, with_exits)
                 words |= onward.words
-                ends = onward.exits
+                ends = onward.exits if with_exits else None  # a memo may hold exits
             if ends is not None and split.tail_can_end:
                 ends = np.unique(np.concatenate([ends, inner.exits]))
             if split.head_can_be_empty:

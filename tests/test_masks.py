@@ -550,6 +550,37 @@ def test_tails_are_planned_from_their_heads_exits(qwen_vocab: Vocabulary) -> Non
     assert later < first
 
 
+def test_seeded_plans_asked_without_exits_after_with_them(qwen_encoding: Any,
+                                                         qwen_vocab: Vocabulary) -> None:
+    """Regression: a tail planned from a head's exits is memoized with its exits when a
+    larger plan needed them; a later mask that needs none must not take them (they were
+    then joined with a plan that has none, and the mask failed). Replays a long
+    free-form document from MaskBench (JME_27's first instance, read in place) token by
+    token; every mask equals the plain level walk's."""
+    if not walk_kernel.available():
+        pytest.skip("numba not installed")
+    import json
+    from pathlib import Path
+
+    from constrain import compile_json_schema
+
+    path = (Path(__file__).resolve().parents[1].parent / "shared" / "data"
+            / "jsonschemabench" / "JME" / "JME_27.json")
+    if not path.is_file():
+        pytest.skip(f"MaskBench data not found at {path}")
+    instance = json.loads(path.read_text(encoding="utf-8"))["tests"][0]["data"]
+    compiled = compile_json_schema({"title": "any JSON value"}, qwen_vocab)
+    matcher = compiled.matcher()
+    masks = []  # all made first: the plain walk builds rows, which changes what is composed
+    for token in qwen_encoding.encode_ordinary(json.dumps(instance, ensure_ascii=False)):
+        masks.append((matcher._state, compiled.masks_for_state(matcher._state)))
+        assert matcher.advance(token)
+    assert matcher.is_accepting()
+    plain = TokenMasks(compiled.automaton, qwen_vocab, use_compiled=False)
+    for state, mask in masks:
+        assert np.array_equal(mask, plain.mask(state)), state
+
+
 def test_kernel_refuses_a_state_outside_the_row_table() -> None:
     """The compiled walk indexes without bounds checks; started from a state its table
     does not hold (a table fetched before the state was built), it raises, not crashes."""
