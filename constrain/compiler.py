@@ -28,7 +28,6 @@ import numpy as np
 
 from . import cache
 from .automaton import Automaton, AutomatonOptions
-from .collector import collector_paused
 from .errors import GrammarError, RegexSyntaxError, TokenizerError
 from .grammar import EMPTY, Bytes, Expr, Grammar, prefix_tree
 from .masks import TokenMasks, eos_only_words
@@ -147,11 +146,10 @@ def _compiled(kind: str, key: Any, vocab: Vocabulary, make_grammar: Any,
             f"expected a constrain.Vocabulary, got {type(vocab).__name__}; build one with "
             "Vocabulary.from_hf(tokenizer) or Vocabulary.from_tiktoken(encoding)"
         )
-    def build() -> CompiledConstraint:
-        with collector_paused():  # see constrain.collector
-            return CompiledConstraint(make_grammar(), vocab, kind=kind, options=options)
-
-    return cache.memoized_compile((kind, key, vocab.fingerprint, vocab.size, options), build)
+    return cache.memoized_compile(
+        (kind, key, vocab.fingerprint, vocab.size, options),
+        lambda: CompiledConstraint(make_grammar(), vocab, kind=kind, options=options),
+    )
 
 
 def compile_regex(pattern: str, vocab: Vocabulary, *, unicode: bool = False,
@@ -206,8 +204,7 @@ def compile_grammar(grammar: Grammar, vocab: Vocabulary, *,
         raise GrammarError(f"expected a constrain.grammar.Grammar, got {type(grammar).__name__}")
     if not isinstance(vocab, Vocabulary):
         raise TokenizerError(f"expected a constrain.Vocabulary, got {type(vocab).__name__}")
-    with collector_paused():  # see constrain.collector
-        return CompiledConstraint(grammar, vocab, kind="grammar", options=options)
+    return CompiledConstraint(grammar, vocab, kind="grammar", options=options)
 
 
 def compile_json_schema(schema: Any, vocab: Vocabulary, *, options: AutomatonOptions | None = None,
