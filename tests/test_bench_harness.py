@@ -132,3 +132,24 @@ def test_to_words_clears_bits_past_the_vocabulary(bv: BenchVocab) -> None:
 def test_shipped_cases_are_well_formed() -> None:
     assert len({c.name for c in CASES}) == len(CASES)
     assert all(c.check() is None and c.targets for c in CASES)
+
+
+def test_ab_runs_the_same_checkout_to_the_same_counts() -> None:
+    """Rows, plans and collections are what the A/B tool offers as noise-free: one
+    checkout against itself must count them identically, schema by schema."""
+    from pathlib import Path
+
+    from benchmarks.maskbench import DATA
+    from benchmarks.maskbench_ab import compare
+
+    if not DATA.is_dir():
+        pytest.skip(f"MaskBench data not found at {DATA} (../shared is absent in a user's clone)")
+    here = Path(__file__).resolve().parents[1]
+    paths = [DATA / "Glaiveai2K" / "calculate_area_16ecbdde.json",
+             DATA / "BFCL_simple" / "BFCL_simple_8.json"]
+    report = compare(here, here, paths, reps=1, vocab="qwen", budget=60)
+    sides = [line for line in report.splitlines() if line.startswith(("A ", "B "))]
+    assert len(sides) == 2, report
+    counts = [side.split("first rep: ")[1] for side in sides]
+    assert counts[0] == counts[1], report
+    assert "rows" in counts[0] and "2 passing in both" in report, report
