@@ -189,3 +189,33 @@ def _walk_states(
         if n_pending:
             return i
     return len(states)
+
+
+@numba.njit(cache=True, nogil=True)
+def _read_copies(dfa, data, offsets, string_token, dup_ptr, dup_token,
+                 copies, ends):  # pragma: no cover - compiled
+    """:func:`constrain.counted_runs.run_profile`'s reading of every string, one after
+    the other, into the arrays of its token ids: whole copies (plus one started) and how
+    the string ends (0 inside the run, 1 inside a copy, 2 leaving the run, 3 refused
+    inside a copy)."""
+    for s in range(len(offsets) - 1):
+        state = 0
+        n = 0
+        end = 0
+        for i in range(offsets[s], offsets[s + 1]):
+            nxt = dfa[state, data[i]]
+            if nxt < 0:
+                end = 2 if state == 0 else 3
+                break
+            if state == 0:
+                n += 1
+            state = nxt
+        if end == 0 and state != 0:
+            end = 1
+        t = string_token[s]
+        copies[t] = n
+        ends[t] = end
+        for k in range(dup_ptr[s], dup_ptr[s + 1]):
+            t = dup_token[k]
+            copies[t] = n
+            ends[t] = end

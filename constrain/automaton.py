@@ -35,7 +35,7 @@ from .errors import GrammarError, ResourceLimitError
 from .terms import EMPTYSET, EPS, Fingerprint, TermStore
 from .utf8 import utf8_byte_ranges
 
-__all__ = ["Automaton", "AutomatonOptions", "HeadSplit"]
+__all__ = ["Automaton", "AutomatonOptions", "CountedRun", "HeadSplit"]
 
 Stack = int  # an id into Automaton._stack_frames; 0 is the empty stack
 # A configuration: its stacks, ascending, none of them dead (a tuple of ints, which the
@@ -60,6 +60,17 @@ class HeadSplit(NamedTuple):
     tail_can_end: bool
     tail_state: Callable[[], int]
     head_can_be_empty: bool = False
+
+
+class CountedRun(NamedTuple):
+    """See :meth:`Automaton.counted_run`: the state's next step is ``item{least,most}``
+    (``most`` ``None``: unbounded), then ``tail`` on top of the stack ``below``."""
+
+    item: int
+    least: int
+    most: int | None
+    below: Stack
+    tail: int
 
 
 @dataclass(frozen=True)
@@ -488,6 +499,10 @@ class Automaton:
         when it grows, so a reference stays consistent."""
         return self._rows
 
+    def has_row(self, state: int) -> bool:
+        """Whether ``state``'s row is built (builds nothing)."""
+        return bool(self._rows.item(state, 0) >= 0)
+
     def has_rows(self, states: np.ndarray) -> np.ndarray:
         """Which of ``states`` have their row built already (builds nothing)."""
         return self._rows[states, 0] >= 0
@@ -603,6 +618,70 @@ class Automaton:
                 return state
             stack = self._push(rest, lowered)
             return self.DEAD if stack == DEAD_STACK else self._intern((stack,))
+
+    def counted_run(self, state: int) -> CountedRun | None:
+        """For a state whose only stack has a counted repeat ``x{lo,hi}·tail`` on top, of a
+        lexical ``x`` that cannot match the empty string and a count that is not plain
+        ``x*``: that run; ``None`` for any other state (builds nothing).
+
+        A long count (a JSON string's ``maxLength``, ``[a-z]{1,30}``) meets a new state at
+        every token; they all share the tokens of the state looping on ``x`` instead
+        (:meth:`run_states`), up to how many copies of ``x`` each token writes (see
+        :mod:`constrain.counted_runs`).
+
+        >>> from constrain.grammar import Grammar, char_range, literal, repeat, seq
+        >>> a = Automaton(Grammar.single(seq(repeat(char_range("a", "z"), 2, 9), literal("!"))))
+        >>> run = a.counted_run(a.start)
+        >>> loop, after = a.run_states(run)
+        >>> (run.least, run.most), a.step_bytes(loop, b"abcdefghijk!") == a.step_bytes(after, b"!")
+        ((2, 9), True)
+        """
+        config = self._configs[state]
+        if len(config) != 1 or config[0] == EMPTY_STACK:
+            return None
+        top, below = self._stack_frames[config[0]]
+        t = self.terms
+        counted = t.counted_head(top)
+        if counted is None:
+            return None
+        item, least, most, tail = counted
+        if (not least and most is None) or not t.is_lexical(item) or t.nullable(item):
+            return None
+        return CountedRun(item, least, most, below, tail)
+
+    def run_states(self, run: CountedRun) -> tuple[int, int] | None:
+        """``(loop, after)``: the state with ``item*`` in place of ``run``'s count, and
+        the state with the run over (its tail on top); ``None`` where either is dead."""
+        t = self.terms
+        with self._lock:
+            loop = self._push(run.below, t.seq(t.repeat(run.item, 0, None), run.tail))
+            after = self._push(run.below, run.tail)
+            if DEAD_STACK in (loop, after):
+                return None
+            return self._intern((loop,)), self._intern((after,))
+
+    def after_copies(self, run: CountedRun, copies: int) -> int:
+        """The state of ``run`` after ``copies`` whole copies of its item (at most its
+        ``most``): the same state the bytes of those copies lead to."""
+        t = self.terms
+        most = None if run.most is None else run.most - copies
+        with self._lock:
+            stack = self._push(run.below, t.seq(t.repeat(run.item, max(run.least - copies, 0),
+                                                         most), run.tail))
+            return self.DEAD if stack == DEAD_STACK else self._intern((stack,))
+
+    def copy_automaton(self, item: int) -> np.ndarray | None:
+        """:meth:`TermStore.copy_automaton` of a run's ``item`` as a table (int16
+        ``[states, 256]``, -1 where a byte is refused)."""
+        with self._lock:  # derivatives make terms
+            states = self.terms.copy_automaton(item)
+        if states is None:
+            return None
+        table = np.full((len(states), 256), -1, dtype=np.int16)
+        for row, moves in zip(table, states):
+            for bits, target in moves:
+                row[_bit_positions(bits)] = target
+        return table
 
     def alternatives(self, state: int, limit: int) -> list[int] | None:
         """:meth:`members` where they have structure; ``None`` as well when the members

@@ -174,7 +174,8 @@ def memoized_compile(key: Hashable, build: Callable[[], T]) -> T:
 
 class RecurringCache:
     """Values keyed by content, kept from the second time a key is offered on (the first
-    time only the key is remembered), up to ``capacity`` values, least recently used out
+    time only the key is remembered; with ``keep_first``, from the first: for values that
+    cost much more than a lookup), up to ``capacity`` values, least recently used out
     first. Thread-safe.
 
     >>> c = RecurringCache(capacity=2)
@@ -184,8 +185,9 @@ class RecurringCache:
     1
     """
 
-    def __init__(self, capacity: int, sightings: int = 65536) -> None:
+    def __init__(self, capacity: int, sightings: int = 65536, keep_first: bool = False) -> None:
         self.capacity = capacity
+        self._keep_first = keep_first
         self._values: OrderedDict[Hashable, object] = OrderedDict()
         self._seen: OrderedDict[Hashable, None] = OrderedDict()
         self._sightings = sightings
@@ -202,7 +204,7 @@ class RecurringCache:
         with self._lock:
             if key in self._values:
                 return
-            if key not in self._seen:
+            if key not in self._seen and not self._keep_first:
                 self._seen[key] = None
                 if len(self._seen) > self._sightings:
                     self._seen.popitem(last=False)
@@ -215,12 +217,13 @@ class RecurringCache:
         return len(self._values)
 
 
-def recurring(vocab: Vocabulary, name: str, capacity: int) -> RecurringCache:
+def recurring(vocab: Vocabulary, name: str, capacity: int,
+              keep_first: bool = False) -> RecurringCache:
     """The process-wide :class:`RecurringCache` called ``name`` for ``vocab`` (made with
-    ``capacity`` the first time it is asked for)."""
+    ``capacity`` and ``keep_first`` the first time it is asked for)."""
     key = (vocab.fingerprint, name)
     with _lock:
         found = _recurring.get(key)
         if found is None:
-            found = _recurring[key] = RecurringCache(capacity)
+            found = _recurring[key] = RecurringCache(capacity, keep_first=keep_first)
         return found

@@ -119,8 +119,16 @@ class CompiledConstraint:
         key = (state, token)
         found = self._steps.get(key)
         if found is None:
-            data = self.vocab.token_bytes[token] if 0 <= token < self.vocab.size else None
-            found = Automaton.DEAD if data is None else self.automaton.step_bytes(state, data)
+            runs = self._masks.runs
+            # Inside a counted run, from a state without a row (one built ahead steps
+            # faster through the rows): the bytes of the token would build a row per count.
+            served = (runs.lookup(state)
+                      if state != Automaton.DEAD and not self.automaton.has_row(state) else None)
+            if served is not None:
+                found = runs.step(state, served, token, self.token_step)
+            else:
+                data = self.vocab.token_bytes[token] if 0 <= token < self.vocab.size else None
+                found = Automaton.DEAD if data is None else self.automaton.step_bytes(state, data)
             self._steps[key] = found
         return found
 

@@ -23,23 +23,26 @@ vocabulary per ``x``, shared by every constraint on the vocabulary):
 >>> from constrain.automaton import Automaton
 >>> from constrain.token_trie import TokenTrie
 >>> vocab = Vocabulary.from_token_bytes([b"ab", b"abc!", b"!", b"a", None], eos_token_ids=[4])
->>> a = Automaton(Grammar.single(seq(repeat(char_range("a", "z"), 3, 5), literal("!"))))
+>>> a = Automaton(Grammar.single(seq(repeat(char_range("a", "z"), 3, 9), literal("!"))))
 >>> runs = CountedRuns(a, vocab, TokenTrie.build(vocab.token_bytes), shared=False)
->>> run, profile = runs.lookup(a.start)
+>>> served = runs.lookup(a.start)
+>>> profile = served.profile
 >>> profile.copies.tolist(), [int(e) for e in profile.ends]  # STAYS 0, LEAVES 2, BREAKS 3
 ([2, 3, 0, 1, 0], [0, 2, 2, 0, 3])
 >>> def generic(state, token): return a.step_bytes(state, vocab.token_bytes[token])
->>> runs.step(a.start, 0, generic) == generic(a.start, 0)  # "ab": two copies, 1-3 left
+>>> runs.step(a.start, served, 0, generic) == generic(a.start, 0)  # "ab": 2 copies, 1-7 left
 True
->>> runs.step(a.start, 1, generic) == generic(a.start, 1), runs.step(a.start, 2, generic)
-(True, 0)
+>>> runs.step(a.start, served, 1, generic) == generic(a.start, 1)  # "abc!": 3 copies, the end
+True
+>>> runs.step(a.start, served, 2, generic)  # "!": the run ends too soon
+0
 """
 
 from __future__ import annotations
 
 import threading
 from collections.abc import Callable
-from typing import cast
+from typing import NamedTuple, cast
 
 import numpy as np
 
@@ -49,7 +52,7 @@ from .cache import recurring
 from .token_trie import TokenTrie
 from .vocab import Vocabulary
 
-__all__ = ["CountedRuns", "RunProfile", "run_profile"]
+__all__ = ["CountedRuns", "RunProfile", "Served", "run_profile"]
 
 # How a token ends, read from the start of a copy of the run's item.
 STAYS = 0  # inside the run, after whole copies
@@ -164,13 +167,27 @@ def _read_copies_numpy(dfa: np.ndarray, trie: TokenTrie, token_copies: np.ndarra
         token_ends[ids] = ends[strings]
 
 
+class Served(NamedTuple):
+    """A state :class:`CountedRuns` serves: its run, the run item's profile, and the
+    state looping on the item instead of counting."""
+
+    run: CountedRun
+    profile: RunProfile
+    loop: int
+
+
 class CountedRuns:
     """The counted runs of one automaton on one vocabulary: which states are in one that
     the shortcut serves, their masks from their loop's, and their steps. Thread-safe.
 
     ``shared``: keep profiles in the vocabulary's process-wide cache (for its own trie;
-    a trie of another making keeps its profiles to itself).
+    a trie of another making keeps its profiles to itself). :attr:`min_count`: runs whose
+    counts are all below it are walked as other states are (a few rows cost less than
+    reading the vocabulary for a new item, ~3 ms on 151k tokens, and the walk meets as
+    few states as the count is high).
     """
+
+    min_count = 6
 
     def __init__(self, automaton: Automaton, vocab: Vocabulary, trie: TokenTrie,
                  shared: bool = True) -> None:
@@ -181,37 +198,43 @@ class CountedRuns:
         self._shared = (recurring(vocab, "counted run profiles", _RECURRING_PROFILES,
                                   keep_first=True) if shared else None)
         self._profiles: dict[int, RunProfile | None] = {}  # by item term
-        self._separate: dict[tuple[int, int], bool] = {}  # (item, after state)
+        # The loop state of each run (item, stack below, tail), None where not served.
+        self._loops: dict[tuple[int, int, int], int | None] = {}
         self._masks: dict[tuple[int, int, int, bool], np.ndarray] = {}
         self._eos = np.zeros(self._words * 32, dtype=bool)
         self._eos[sorted(vocab.eos_token_ids)] = True
         self._eos_words = np.packbits(self._eos, bitorder="little").view(np.int32)
 
-    def lookup(self, state: int) -> tuple[CountedRun, RunProfile] | None:
-        """The run ``state`` is in and its item's profile, where the shortcut is exact
-        for it; ``None`` elsewhere."""
+    def lookup(self, state: int) -> Served | None:
+        """The run ``state`` is in, where the shortcut is exact for it and worth it
+        (see :attr:`min_count`); ``None`` elsewhere (then it builds nothing)."""
         run = self._automaton.counted_run(state)
-        if run is None:
+        if run is None or max(run.least, run.most or 0) < self.min_count:
             return None
         profile = self._profile(run.item)
         if profile is None:
             return None
-        key = (run.item, run.after)
-        separate = self._separate.get(key)
-        if separate is None:
-            # No byte may start both a copy and what follows the run, or a token's copies
-            # would depend on the count it starts from.
-            follows = self._automaton.row(run.after) != Automaton.DEAD
-            separate = self._separate[key] = not bool((follows & profile.starts).any())
-        return (run, profile) if separate else None
+        key = (run.item, run.below, run.tail)
+        if key not in self._loops:
+            loop = None
+            states = self._automaton.run_states(run)
+            if states is not None:
+                # No byte may start both a copy and what follows the run, or a token's
+                # copies would depend on the count it starts from.
+                follows = self._automaton.row(states[1]) != Automaton.DEAD
+                if not (follows & profile.starts).any():
+                    loop = states[0]
+            self._loops[key] = loop
+        loop = self._loops[key]
+        return None if loop is None else Served(run, profile, loop)
 
-    def mask(self, state: int, run: CountedRun, profile: RunProfile,
-             loop_mask: np.ndarray) -> np.ndarray:
+    def mask(self, state: int, served: Served, loop_mask: np.ndarray) -> np.ndarray:
         """``state``'s packed mask (EOS set iff it may end), from ``loop_mask``, the mask
-        of ``run.loop``. States that no token tells apart share one array."""
+        of ``served.loop``. States that no token tells apart share one array."""
+        run, profile = served.run, served.profile
         least, most = profile.filters(run.least, run.most)
         accepting = self._automaton.is_accepting(state)
-        key = (run.loop, least, most, accepting)
+        key = (served.loop, least, most, accepting)
         found = self._masks.get(key)
         if found is None:
             words = loop_mask & ~self._eos_words
@@ -224,12 +247,11 @@ class CountedRuns:
             found = self._masks.setdefault(key, words)
         return found
 
-    def step(self, state: int, token: int, loop_step: Callable[[int, int], int]) -> int:
-        """The state after ``token`` from ``state`` (which :meth:`lookup` serves);
-        ``loop_step(state, token)`` steps the loop state."""
-        found = self.lookup(state)
-        assert found is not None, "step() is for states lookup() serves"
-        run, profile = found
+    def step(self, state: int, served: Served, token: int,
+             loop_step: Callable[[int, int], int]) -> int:
+        """The state after ``token`` from ``state``, which :meth:`lookup` serves with
+        ``served``; ``loop_step(state, token)`` steps the loop state."""
+        run, profile = served.run, served.profile
         if not 0 <= token < len(profile.ends):
             return Automaton.DEAD
         ends, copies = int(profile.ends[token]), int(profile.copies[token])
@@ -238,7 +260,7 @@ class CountedRuns:
         if ends == STAYS:
             return self._automaton.after_copies(run, copies)
         if ends == LEAVES:
-            return Automaton.DEAD if copies < run.least else loop_step(run.loop, token)
+            return Automaton.DEAD if copies < run.least else loop_step(served.loop, token)
         data = self._vocab.token_bytes[token]
         return self._automaton.step_bytes(state, data) if data is not None else Automaton.DEAD
 

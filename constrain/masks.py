@@ -42,6 +42,7 @@ import numpy as np
 from . import walk_kernel
 from .automaton import Automaton
 from .cache import recurring, token_trie
+from .counted_runs import CountedRuns
 from .token_trie import TokenTrie
 from .utf8 import UTF8_BOUNDARY, UTF8_MULTIBYTE_EDGES
 from .vocab import Vocabulary
@@ -120,6 +121,7 @@ class TokenMasks:
         # own, so that they do not push out the heads themselves.
         self._recurring_seeded = (recurring(vocab, "seeded head plans", _RECURRING_PLANS)
                                   if self._recurring is not None else None)
+        self.runs = CountedRuns(automaton, vocab, self.trie, shared=trie is None)
 
     def mask(self, state: int) -> np.ndarray:
         """The packed int32 mask of ``state`` (read-only; EOS set iff the state may end)."""
@@ -127,6 +129,11 @@ class TokenMasks:
         if found is None:
             twin = state
             if state != Automaton.DEAD:
+                served = self.runs.lookup(state)
+                if served is not None:  # from the loop's mask (see counted_runs)
+                    found = self.runs.mask(state, served, self.mask(served.loop))
+                    self._masks[state] = found
+                    return found
                 twin = self.automaton.bounded_twin(state, self.trie.max_depth)
             if twin != state:  # the same tokens: one mask for every count of a long run
                 found = self._masks[state] = self.mask(twin)

@@ -476,6 +476,22 @@ class TermStore:
             return self._args[term]  # type: ignore[return-value]
         return term, EPS
 
+    def counted_head(self, term: int) -> tuple[int, int, int | None, int] | None:
+        """``(x, lo, hi, tail)`` when ``term`` is ``x{lo,hi}·tail``, or ``x{lo,hi}`` alone
+        (``tail`` is then ``EPS``); ``hi`` is ``None`` when unbounded. ``None`` otherwise.
+
+        >>> store = TermStore()
+        >>> digit = store.byte_set(range(0x30, 0x3A))
+        >>> store.counted_head(store.seq(store.repeat(digit, 2, 5), store.byte_set([0x2D]))) == (
+        ...     digit, 2, 5, store.byte_set([0x2D]))
+        True
+        """
+        head, tail = self.head_tail(term)
+        if self._kind[head] != _REP:
+            return None
+        item, lo, hi = self._args[head]
+        return item, lo, hi, tail  # type: ignore[return-value]
+
     def leading_run(self, term: int) -> tuple[int, bool, int] | None:
         """If ``term`` starts with ``x{lo,hi}``: the characters ``x`` surely matches as one
         unit — ``(ASCII bits, whether every multi-byte character, hi)`` — else ``None``.
@@ -483,14 +499,14 @@ class TermStore:
         The mask engine uses it to accept whole token subtrees of such characters when
         their count fits in ``hi``, instead of walking them.
         """
-        head = self._args[term][0] if self._kind[term] == _SEQ else term
-        if self._kind[head] != _REP:
+        counted = self.counted_head(term)
+        if counted is None:
             return None
-        item, _, hi = self._args[head]
-        ascii_bits, utf8 = self.single_characters(item)  # type: ignore[arg-type]
+        item, _, hi, _ = counted
+        ascii_bits, utf8 = self.single_characters(item)
         if not ascii_bits:
             return None
-        return ascii_bits, utf8, (1 << 30) if hi is None else hi  # type: ignore[return-value]
+        return ascii_bits, utf8, (1 << 30) if hi is None else hi
 
     def with_counts_at_most(self, term: int, most: int) -> int:
         """``term`` with the counts of a leading ``x{lo,hi}`` lowered to ``most`` where they
@@ -505,34 +521,65 @@ class TermStore:
         >>> store.show(store.with_counts_at_most(digits, 129))
         '[30-39]{2,129}'
         """
-        if self._kind[term] == _SEQ:
-            head, tail = self._args[term]
-        else:
-            head, tail = term, EPS
-        if self._kind[head] != _REP:  # type: ignore[index]
+        counted = self.counted_head(term)
+        if counted is None:
             return term
-        item, lo, hi = self._args[head]  # type: ignore[misc]
+        item, lo, hi, tail = counted
         if self._nullable[item] or (lo <= most and hi is not None and hi <= most):
             return term
         lowered = self.repeat(item, min(lo, most), None if hi is None else min(hi, most))
-        return self.seq(lowered, tail)  # type: ignore[arg-type]
+        return self.seq(lowered, tail)
 
     def byte_run(self, term: int) -> tuple[int, int, int, int | None, int] | None:
         """If ``term`` is ``x{lo,hi}·tail`` (or ``x{lo,hi}``, or ``x·tail`` as ``x{1,1}``) for
         a class ``x`` of single bytes: ``(byte set, x, lo, hi, tail)``, else ``None``. The automaton builds the rows
         of such states (bounded whitespace, fixed-width digits) from a sibling's row."""
-        if self._kind[term] == _SEQ:
-            head, tail = self._args[term]
-        else:
-            head, tail = term, EPS
-        if self._kind[head] == _BYTES:  # type: ignore[index]
+        head, tail = self.head_tail(term)
+        if self._kind[head] == _BYTES:
             return self._args[head][0], head, 1, 1, tail  # type: ignore[return-value]
-        if self._kind[head] != _REP:  # type: ignore[index]
+        counted = self.counted_head(term)
+        if counted is None:
             return None
-        item, lo, hi = self._args[head]  # type: ignore[index]
-        if self._kind[item] != _BYTES:  # type: ignore[index]
+        item, lo, hi, tail = counted
+        if self._kind[item] != _BYTES:
             return None
         return self._args[item][0], item, lo, hi, tail  # type: ignore[return-value]
+
+    def copy_automaton(self, item: int, limit: int = 64) -> list[list[tuple[int, int]]] | None:
+        """The DFA of ``item*``: per state, ``(byte set, next state)`` pairs, where state 0
+        is the start of a copy; a transition out of state 0 starts a copy, one into state 0
+        ends it. ``None`` when counting copies would be ambiguous (a copy may end and go
+        on: one is a prefix of another), ``item`` holds a rule reference, or the DFA would
+        have more than ``limit`` states.
+
+        >>> store = TermStore()
+        >>> a, backslash, n = (store.byte_set([c]) for c in (0x61, 0x5C, 0x6E))
+        >>> store.copy_automaton(store.alt([a, store.seq(backslash, n)])) == [
+        ...     [(1 << 0x61, 0), (1 << 0x5C, 1)], [(1 << 0x6E, 0)]]
+        True
+        """
+        index = {item: 0}
+        order = [item]
+        states: list[list[tuple[int, int]]] = []
+        while len(states) < len(order):
+            pieces, refs = self.derivative(order[len(states)])
+            if refs:
+                return None
+            moves = []
+            for bits, nxt in pieces:
+                if nxt == EMPTYSET or not self.is_live(nxt):
+                    continue
+                if nxt != EPS and self.nullable(nxt):
+                    return None
+                target = 0 if nxt == EPS else index.get(nxt)
+                if target is None:
+                    if len(order) >= limit:
+                        return None
+                    target = index[nxt] = len(order)
+                    order.append(nxt)
+                moves.append((bits, target))
+            states.append(moves)
+        return states
 
     def single_characters(self, term: int) -> tuple[int, bool]:
         """ASCII bytes that are, alone, a match of ``term``; and whether every valid

@@ -38,6 +38,13 @@ def _generic_mask(masks: TokenMasks, state: int) -> np.ndarray:
     return masks._compute(state)
 
 
+def _compiled(pattern: str, vocab: Vocabulary) -> CompiledConstraint:
+    """``pattern`` compiled with every count served (by default small ones are walked)."""
+    compiled = CompiledConstraint(Grammar.single(parse_regex(pattern)), vocab, kind="test")
+    compiled._masks.runs.min_count = 1
+    return compiled
+
+
 def _vocab(tokens: list[bytes]) -> Vocabulary:
     return Vocabulary.from_token_bytes([*tokens, None], eos_token_ids=[len(tokens)])
 
@@ -67,16 +74,16 @@ def _check_path(compiled: CompiledConstraint, path: list[int], start: int | None
     served = 0
     state = automaton.start if start is None else start
     for token in path:
-        counted = runs.lookup(state)
-        if counted is not None:
+        found = runs.lookup(state)
+        if found is not None:
             served += 1
-            run, profile = counted
-            got_mask = runs.mask(state, run, profile, masks.mask(run.loop))
+            run = found.run
+            got_mask = runs.mask(state, found, masks.mask(found.loop))
             assert np.array_equal(got_mask, _generic_mask(masks, state)), state
             for other in _tokens_to_step(compiled, got_mask, token):
                 data = compiled.vocab.token_bytes[other]
                 expected = automaton.step_bytes(state, data) if data is not None else DEAD
-                assert runs.step(state, other, compiled.token_step) == expected, (
+                assert runs.step(state, found, other, compiled.token_step) == expected, (
                     automaton.terms.show(run.item), run.least, run.most, data)
         state = compiled.token_step(state, token)
         if state == DEAD:
@@ -105,7 +112,7 @@ def test_counted_masks_and_steps_match_walking(item: str, tail: str, least: int,
     spelled = {b"".join(pieces) for pieces, _ in tokens}
     spelled |= {b"".join(pieces)[:-1] for pieces, cut in tokens if cut}
     vocab = _vocab(sorted(spelled - {b""}))
-    compiled = CompiledConstraint(Grammar.single(parse_regex(pattern)), vocab, kind="test")
+    compiled = _compiled(pattern, vocab)
     for path in paths:
         # Follow allowed tokens where there are some, so paths go deep into the run.
         state, chosen = compiled.automaton.start, []
@@ -132,7 +139,7 @@ def test_every_reachable_counted_state_at_the_boundaries(pattern: str) -> None:
     inside a copy: every state reachable by tokens gets the walked mask and the bytes'
     steps from the counted run."""
     vocab = _vocab(_BOUNDARY_TOKENS)
-    compiled = CompiledConstraint(Grammar.single(parse_regex(pattern)), vocab, kind="test")
+    compiled = _compiled(pattern, vocab)
     todo, seen, served = [compiled.automaton.start], set(), 0
     while todo:
         state = todo.pop()
@@ -152,17 +159,18 @@ def test_the_shortcut_serves_plain_runs_and_stands_aside_where_counts_would_be_a
         automaton = Automaton(Grammar.single(parse_regex(pattern)))
         return TokenMasks(automaton, vocab).runs.lookup(automaton.start) is not None
 
-    assert served('[ab]{2,5}"')
+    assert served('[ab]{2,6}"')
     assert served('(a|\\\\n){0,9}"')
-    assert not served("[ab]{2,5}b")  # b may be one more copy or the tail
-    assert not served("(a|ab){2,5}c")  # a copy is a prefix of another
+    assert not served('[ab]{2,5}"')  # few counts: walked
+    assert not served("[ab]{2,9}b")  # b may be one more copy or the tail
+    assert not served("(a|ab){2,9}c")  # a copy is a prefix of another
     assert not served("[ab]*c")  # the loop itself: walked
 
 
 def test_profile_counts_copies_and_how_each_token_ends() -> None:
     vocab = _vocab([b"ab", b'ab"x', b"\\", b"\\n", b"\\q", b'"'])
     automaton = Automaton(Grammar.single(parse_regex('(a|b|\\\\n){0,9}"x')))
-    run, profile = TokenMasks(automaton, vocab).runs.lookup(automaton.start)
+    run, profile, _ = TokenMasks(automaton, vocab).runs.lookup(automaton.start)
     assert profile.copies.tolist() == [2, 2, 1, 1, 1, 0, 0]
     assert profile.ends.tolist() == [STAYS, LEAVES, PARTIAL, STAYS, BREAKS, LEAVES, BREAKS]
     assert (run.least, run.most) == (0, 9)
@@ -171,8 +179,7 @@ def test_profile_counts_copies_and_how_each_token_ends() -> None:
 def test_compiled_and_numpy_profiles_agree_on_a_real_vocabulary(qwen_vocab: Vocabulary) -> None:
     compiled = constrain.compile_json_schema({"type": "string", "maxLength": 40}, qwen_vocab)
     state = compiled.automaton.step_bytes(compiled.automaton.start, b'"')
-    run, _ = compiled._masks.runs.lookup(state)
-    dfa = compiled.automaton.copy_automaton(run.item)
+    dfa = compiled.automaton.copy_automaton(compiled._masks.runs.lookup(state).run.item)
     assert dfa is not None
     trie, words = compiled._masks.trie, compiled.mask_words
     fast = run_profile(trie, qwen_vocab.size, dfa, words, compiled=True)
