@@ -38,18 +38,35 @@ __all__ = ["DATA", "schema_paths", "check_schema", "summarize_results"]
 
 
 def schema_paths(root: Path = DATA, *, sample: int | None = None, seed: int = 0,
-                 subsets: Iterable[str] | None = None) -> list[Path]:
-    """Schema files, sorted; ``sample`` keeps that many per subset (seeded)."""
+                 subsets: Iterable[str] | None = None, keyword: str | None = None) -> list[Path]:
+    """Schema files, sorted; ``sample`` keeps that many per subset (seeded), among those
+    whose schema uses ``keyword`` (as a key anywhere in it) when one is given."""
     wanted = set(subsets) if subsets else None
     out: list[Path] = []
     for subset in sorted(p for p in root.iterdir() if p.is_dir()):
         if wanted and subset.name not in wanted:
             continue
         files = sorted(subset.glob("*.json"))
+        if keyword is not None:
+            files = [f for f in files if _uses_keyword(
+                json.loads(f.read_text(encoding="utf-8")).get("schema"), keyword)]
         if sample is not None and len(files) > sample:
             files = sorted(random.Random(f"{seed}:{subset.name}").sample(files, sample))
         out.extend(files)
     return out
+
+
+def _uses_keyword(node: Any, keyword: str) -> bool:
+    todo = [node]
+    while todo:
+        node = todo.pop()
+        if isinstance(node, dict):
+            if keyword in node:
+                return True
+            todo.extend(node.values())
+        elif isinstance(node, list):
+            todo.extend(node)
+    return False
 
 
 _KEYWORD = re.compile(r"keyword '([^']+)'")

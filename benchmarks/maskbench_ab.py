@@ -94,8 +94,9 @@ def _geomean(ratios: list[float]) -> float:
 
 
 def compare(a: Path, b: Path, paths: list[Path], reps: int, vocab: str,
-            budget: float) -> str:
-    """Run both checkouts over ``paths`` (see the module docstring); returns the report."""
+            budget: float, show: int = 0) -> str:
+    """Run both checkouts over ``paths`` (see the module docstring); returns the report,
+    with the ``show`` schemas whose time between masks changed most, either way."""
     runs: dict[str, dict[str, list[dict[str, Any]]]] = {"A": {}, "B": {}}
     for rep in range(reps):
         workers = {"A": _start(a, vocab, budget), "B": _start(b, vocab, budget)}
@@ -131,6 +132,16 @@ def compare(a: Path, b: Path, paths: list[Path], reps: int, vocab: str,
         "B/A per-schema geometric means: tbm "
         f"{_geomean([best['B'][i][0] / best['A'][i][0] for i in both if best['A'][i][0]]):.3f}, "
         f"ttfm {_geomean([best['B'][i][1] / best['A'][i][1] for i in both if best['A'][i][1]]):.3f}")
+    moved = sorted((i for i in both if best["A"][i][0]),
+                   key=lambda i: abs(math.log(max(best["B"][i][0], 1e-9) / best["A"][i][0])))
+    for i in reversed(moved[-show:] if show else []):
+        a_counts, b_counts = runs["A"][i][0]["counts"], runs["B"][i][0]["counts"]
+        lines.append(
+            f"  {i}: tbm {best['A'][i][0] / 1000:.1f} -> {best['B'][i][0] / 1000:.1f} ms "
+            f"over {runs['A'][i][0]['steps']} steps, ttfm {best['A'][i][1] / 1000:.2f} -> "
+            f"{best['B'][i][1] / 1000:.2f} ms, "
+            + ", ".join(f"{k} {a_counts.get(k, 0)} -> {b_counts.get(k, 0)}"
+                        for k in ("rows", "plans", "seeded plans")))
     for key in sorted(runs["A"]):
         status = {side: sorted({r["status"] for r in runs[side][key]}) for side in "AB"}
         if status["A"] != status["B"]:
@@ -144,9 +155,13 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("b", nargs="?", type=Path, help="checkout B")
     parser.add_argument("--sample", type=int, default=4, help="schemas per subset")
     parser.add_argument("--seed", type=int, default=0)
+    parser.add_argument("--keyword", default=None,
+                        help="only schemas using this keyword (say maxLength)")
     parser.add_argument("--reps", type=int, default=2)
     parser.add_argument("--vocab", default="qwen")
     parser.add_argument("--budget", type=float, default=30.0, help="CPU seconds per schema")
+    parser.add_argument("--show", type=int, default=0,
+                        help="list the schemas whose time between masks moved most")
     parser.add_argument("--skip", nargs="*", default=["Github_medium/o10566"],
                         metavar="SUBSET/NAME", help="schemas left out")
     args = parser.parse_args(argv)
@@ -154,10 +169,10 @@ def main(argv: list[str] | None = None) -> int:
         parser.error("give two checkouts")
     if not DATA.is_dir():
         parser.error(f"MaskBench data not found at {DATA}")
-    paths = [p for p in schema_paths(sample=args.sample, seed=args.seed)
+    paths = [p for p in schema_paths(sample=args.sample, seed=args.seed, keyword=args.keyword)
              if f"{p.parent.name}/{p.stem}" not in args.skip]
     print(compare(args.a.resolve(), args.b.resolve(), paths, args.reps, args.vocab,
-                  args.budget))
+                  args.budget, args.show))
     return 0
 
 

@@ -60,8 +60,10 @@ PARTIAL = 1  # inside the run, inside one more copy (counted)
 LEAVES = 2  # the run ends after whole copies and the token goes on in what follows
 BREAKS = 3  # a byte no copy allows, inside one (or not a token: special ids)
 
-# Profiles kept per vocabulary (two arrays of the vocabulary's size each, plus filters).
+# Profiles kept per vocabulary (two arrays of the vocabulary's size each, ~0.75 MB on a
+# 151k vocabulary, plus filters), and filters kept per profile (a mask row each, ~19 KB).
 _RECURRING_PROFILES = 16
+_FILTERS_PER_PROFILE = 64
 
 
 class RunProfile:
@@ -114,6 +116,8 @@ class RunProfile:
             found.flags.writeable = False
             with self._lock:
                 found = self._filters.setdefault(key, found)
+                if len(self._filters) > _FILTERS_PER_PROFILE:  # the oldest out first
+                    del self._filters[next(iter(self._filters))]
         return found
 
 
