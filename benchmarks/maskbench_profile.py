@@ -85,8 +85,8 @@ def main(argv: list[str] | None = None) -> int:
     print("ttfm:", _stats([t for r in ok for t in r["ttfm_us"]]))
     print("tbm: ", _stats([t for r in ok for t in r["tbm_us"]]))
     for r in results:
-        if r["status"] in ("error", "wrong", "timeout"):
-            print(f"  {r['status']}: {r['id']} {r.get('detail', '')}")
+        if r["status"] in ("error", "wrong", "timeout", "refused"):
+            print(f"  {r['status']}: {r['id']} {r.get('detail', '')[:160]}")
     costliest = sorted(ok, key=lambda r: -sum(r["tbm_us"]))[: args.top]
     for r in costliest:
         print(f"  {r['id']}: {sum(r['tbm_us']) / 1000:.0f} ms over {len(r['tbm_us'])} steps")

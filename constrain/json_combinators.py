@@ -33,6 +33,7 @@ drops it with a warning). Expansions multiply (``anyOf`` of 3 inside ``anyOf`` o
 from __future__ import annotations
 
 import itertools
+from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any
 
 from .automaton import Automaton, AutomatonOptions
@@ -337,6 +338,9 @@ class Combinators:
                                 lambda: self._objects_without(rest, [excluded], negative))
 
     def _if(self, flat: list[Node], node: Node, negative: bool) -> Typed:
+        test = _key_test(node)
+        if test is not None:
+            return self._split_on_key(flat, test.key, negative)
         rest = self._rest(flat, node, "if", "then", "else")
         condition = node.child(node.get("if"), "if")
         then = node.child(node.get("then"), "then") if node.has("then") else None
@@ -354,6 +358,53 @@ class Combinators:
         return self.refs.union([chosen, self._difference(
             otherwise, cut, "if", condition.pointer, negative,
             lambda: self._objects_without(kept, [condition], negative))])
+
+    def _split_on_key(self, flat: list[Node], key: str, negative: bool) -> Typed:
+        """Every ``if`` in ``flat`` that tests property ``key`` against a few scalars (see
+        :func:`_key_test`), as a union over what ``key`` holds: a value that is not an
+        object, an object without ``key``, each tested value, any other value. In each
+        case every condition is known to pass or fail, so each ``if`` is its ``then`` or
+        its ``else`` and nothing is complemented. The cases are as many as the values,
+        where expanding the conditions one by one makes three lists per ``if`` and
+        multiplies them (23 ``if``s on one discriminating key are common in SchemaStore).
+        """
+        group: list[tuple[Node, _KeyTest]] = []
+        for n in flat:
+            test = _key_test(n)
+            if test is not None and test.key == key:
+                group.append((n, test))
+        members = [n for n, _ in group]
+        rest = [n.without("if", "then", "else") if any(n is m for m in members) else n
+                for n in flat]
+        values: dict[Any, Any] = {}
+        for _, test in group:
+            values.update(test.values)
+        anchor = members[0]
+
+        def case(label: Any, make: Any, passes: Any) -> Typed:
+            chosen = []
+            for n, test in group:
+                branch = "then" if passes(test) else "else"
+                if n.has(branch):
+                    chosen.append(n.child(n.get(branch), branch))
+            where = self.c.synthetic(anchor, ("if", key, label), make, "if")
+            return self.c.value(rest + [where] + chosen, negative)
+
+        cases = [
+            case("not an object", lambda: {"type": [t for t in JSON_TYPES if t != "object"]},
+                 lambda test: not test.objects_only),
+            case("absent", lambda: {"type": "object", "properties": {key: False}},
+                 lambda test: not test.required),
+        ]
+        for c, v in values.items():
+            cases.append(case(("is", c), lambda v=v: {
+                "type": "object", "required": [key], "properties": {key: {"enum": [v]}}},
+                lambda test, c=c: c in test.values))
+        cases.append(case(("other", frozenset(values)), lambda: {
+            "type": "object", "required": [key],
+            "properties": {key: {"not": {"enum": list(values.values())}}}},
+            lambda test: False))
+        return self.refs.union(cases)
 
     def _difference(self, base: Typed, cut: Typed, keyword: str, pointer: str,
                     negative: bool, objects: Any = None) -> Typed:
@@ -376,6 +427,57 @@ class Combinators:
                 parts[t] = part
         return Typed(parts, frozenset(t for t in parts if t in base.full and t not in cut.parts),
                      opaque=frozenset(t for t in parts if t in base.opaque))
+
+
+@dataclass(frozen=True)
+class _KeyTest:
+    """An ``if`` that only tests one property against a few scalar values."""
+
+    key: str
+    values: dict[Any, Any]
+    """The values that pass, by :func:`canonical` key."""
+    required: bool
+    """An object without the key fails (``"required": [key]``); else it passes."""
+    objects_only: bool
+    """A value that is not an object fails (``"type": "object"``); else it passes."""
+
+
+_SCALAR_VALUES = (type(None), bool, int, float, str)
+
+
+def _key_test(node: Node) -> _KeyTest | None:
+    """``node``'s ``if`` as a :class:`_KeyTest`, when it is one: ``{"properties": {key:
+    {"const": v}}}``, or ``"enum"`` for ``"const"``, with ``"required": [key]``,
+    ``"type": "object"`` and a ``"type"`` beside the values allowed, any annotation."""
+    schema = node.get("if")
+    if not isinstance(schema, dict):
+        return None
+    keywords = node.dialect.keywords
+    if any(k not in ("properties", "required", "type") for k in schema if k in keywords):
+        return None
+    properties = schema.get("properties")
+    required = schema.get("required", [])
+    kind = schema.get("type", "object")
+    if not isinstance(properties, dict) or len(properties) != 1 or not isinstance(
+            required, list) or kind not in ("object", ["object"]):
+        return None
+    ((key, value_schema),) = properties.items()
+    if any(r != key for r in required) or not isinstance(value_schema, dict):
+        return None
+    if any(k not in ("const", "enum", "type") for k in value_schema if k in keywords):
+        return None
+    if ("const" in value_schema) == ("enum" in value_schema):
+        return None
+    candidates = ([value_schema["const"]] if "const" in value_schema
+                  else value_schema["enum"])
+    if not isinstance(candidates, list) or not all(
+            isinstance(v, _SCALAR_VALUES) for v in candidates):
+        return None
+    if "type" in value_schema:  # the values of another type fail the condition
+        checked = node.child(value_schema, "if", "properties", key)
+        candidates = [v for v in candidates if node.dialect.is_valid(checked, v)]
+    return _KeyTest(key, {canonical(v): v for v in candidates}, bool(required),
+                    "type" in schema)
 
 
 def _exactly_once(langs: list[Typed]) -> tuple[Any, ...] | None:

@@ -642,6 +642,31 @@ def test_unfolding_budget_refuses_instead_of_running_away(monkeypatch: pytest.Mo
     assert info.value.keyword == "oneOf" and info.value.pointer == "#/$defs/o/oneOf"
 
 
+def test_if_chain_on_one_key_is_a_case_per_value() -> None:
+    # SchemaStore's idiom (minecraft-predicate has 23): expanding each `if` into its two
+    # outcomes in the context of the others made 3**n lists, so this never finished.
+    # A CPU budget turns a regression into a failure instead of a hang.
+    from benchmarks.maskbench_bytes import CpuTimeout, arm_cpu_alarm, stop_cpu_alarm
+
+    kinds = [f"kind{i}" for i in range(24)]
+    schema = {"type": "object", "required": ["kind"], "allOf": [
+        {"if": {"properties": {"kind": {"const": k}}},
+         "then": {"properties": {f"x{i}": {"type": "integer"}}, "required": [f"x{i}"]}}
+        for i, k in enumerate(kinds)]}
+    arm_cpu_alarm(60)
+    try:
+        automaton = _automaton(json.dumps(schema), JsonSchemaOptions())
+    except CpuTimeout:
+        pytest.fail("the if chain was expanded per combination of outcomes")
+    finally:
+        stop_cpu_alarm()
+    for instance in [{"kind": "kind3", "x3": 1}, {"kind": "kind3", "x4": 1},
+                     {"kind": "kind3", "x3": "1"}, {"kind": "other"}, {"kind": "kind23",
+                     "x23": 0, "x0": "s"}, {"x1": 1}]:
+        text = json.dumps(instance).encode()
+        assert automaton.matches(text) == verdict(schema, instance), instance
+
+
 @pytest.mark.slow
 @pytest.mark.xfail(strict=True, raises=ResourceLimitError, reason=(
     "BUG (found by hypothesis in test_random_schemas_agree_with_jsonschema, also at 6f664e3): "

@@ -159,3 +159,55 @@ def test_large_objects_agree_with_jsonschema(data: st.DataObject) -> None:
     for instance in instances:
         text = json.dumps(instance).encode()
         assert automaton.matches(text) == validator.is_valid(instance), (schema, instance)
+
+
+# `if` conditions that test one key against a few scalars (the SchemaStore idiom of a
+# discriminating "type"/"kind" key, dozens of them in one allOf): compiled as a union over
+# what the key holds. Random chains of them, over random branch schemas and values whose
+# key is often one of the tested values.
+DISCRIMINANTS = ["a", "b", 1, 1.0, True, None]
+tests_of_one_key = st.builds(
+    lambda values, how, required, objects, typed: {
+        **({"type": "object"} if objects else {}),
+        **({"required": ["a"]} if required else {}),
+        "properties": {"a": {
+            **({"type": typed} if typed else {}),
+            **({"const": values[0]} if how == "const" else {"enum": values})}}},
+    st.lists(st.sampled_from(DISCRIMINANTS), min_size=1, max_size=3),
+    st.sampled_from(["const", "enum"]), st.booleans(), st.booleans(),
+    st.sampled_from([None, "string", "integer"]))
+branches = st.one_of(
+    st.builds(lambda r: {"required": r}, st.lists(st.sampled_from(KEYS[1:]), min_size=1,
+                                                   max_size=2, unique=True)),
+    st.builds(lambda t: {"properties": {"b": {"type": t}}}, st.sampled_from(
+        ["integer", "string", "null"])),
+    st.just({"properties": {"c": False}}),
+    st.just({"type": "object"}),
+    st.just({"maxProperties": 1}),
+    st.just({"properties": {"c": {"not": {"type": "string"}}}}),
+)
+if_chains = st.lists(
+    st.builds(lambda cond, then, other: {"if": cond, **({"then": then} if then else {}),
+                                         **({"else": other} if other else {})},
+              tests_of_one_key, st.one_of(st.none(), branches), st.one_of(st.none(), branches)),
+    min_size=1, max_size=4)
+chain_values = st.one_of(
+    values,
+    st.builds(lambda a, rest: {"a": a, **rest}, st.sampled_from([*DISCRIMINANTS, "z", 2]),
+              st.dictionaries(st.sampled_from(KEYS[1:]), scalars, max_size=2)),
+)
+
+
+@settings(max_examples=60, deadline=None, suppress_health_check=[HealthCheck.too_slow])
+@given(chain=if_chains, context=st.sampled_from([{}, {"type": "object"}, {
+    "properties": {"a": {"type": "string"}}}]), instances=st.lists(chain_values, min_size=4,
+                                                                   max_size=8))
+def test_if_chains_on_one_key_agree_with_jsonschema(chain: list[dict[str, Any]],
+                                                    context: dict[str, Any],
+                                                    instances: list[Any]) -> None:
+    schema = {**context, "allOf": chain}
+    validator = Draft202012Validator(schema)
+    automaton = Automaton(schema_to_grammar(schema))
+    for instance in instances:
+        text = json.dumps(instance).encode()
+        assert automaton.matches(text) == validator.is_valid(instance), (schema, instance)
