@@ -390,20 +390,28 @@ class Combinators:
             where = self.c.synthetic(anchor, ("if", key, label), make, "if")
             return self.c.value(rest + [where] + chosen, negative)
 
-        cases = [
-            case("not an object", lambda: {"type": [t for t in JSON_TYPES if t != "object"]},
-                 lambda test: not test.objects_only),
-            case("absent", lambda: {"type": "object", "properties": {key: False}},
-                 lambda test: not test.required),
-        ]
+        # Cases the context rules out are left out, so as not to expand the branches of
+        # a case that is empty anyway (the context merges with it only after expansion).
+        objects_only = required = False
+        for n in rest:
+            objects_only = objects_only or n.get("type") in ("object", ["object"])
+            required = required or key in n.get("required", ())
+        cases = []
+        if not objects_only:
+            cases.append(case("not an object", lambda: {
+                "type": [t for t in JSON_TYPES if t != "object"]},
+                lambda test: test.on_non_object()))
+        if not required:
+            cases.append(case("absent", lambda: {"type": "object", "properties": {key: False}},
+                              lambda test: test.on_absent()))
         for c, v in values.items():
             cases.append(case(("is", c), lambda v=v: {
                 "type": "object", "required": [key], "properties": {key: {"enum": [v]}}},
-                lambda test, c=c: c in test.values))
+                lambda test, c=c: test.on_value(c)))
         cases.append(case(("other", frozenset(values)), lambda: {
             "type": "object", "required": [key],
             "properties": {key: {"not": {"enum": list(values.values())}}}},
-            lambda test: False))
+            lambda test: test.on_other()))
         return self.refs.union(cases)
 
     def _difference(self, base: Typed, cut: Typed, keyword: str, pointer: str,
@@ -435,11 +443,25 @@ class _KeyTest:
 
     key: str
     values: dict[Any, Any]
-    """The values that pass, by :func:`canonical` key."""
+    """The values tested, by :func:`canonical` key."""
     required: bool
     """An object without the key fails (``"required": [key]``); else it passes."""
     objects_only: bool
     """A value that is not an object fails (``"type": "object"``); else it passes."""
+    negated: bool = False
+    """The test is ``{"not": ...}`` of the one described."""
+
+    def on_non_object(self) -> bool:
+        return self.objects_only == self.negated
+
+    def on_absent(self) -> bool:
+        return self.required == self.negated
+
+    def on_value(self, value: Any) -> bool:
+        return (value in self.values) != self.negated
+
+    def on_other(self) -> bool:
+        return self.negated
 
 
 _SCALAR_VALUES = (type(None), bool, int, float, str)
@@ -448,11 +470,16 @@ _SCALAR_VALUES = (type(None), bool, int, float, str)
 def _key_test(node: Node) -> _KeyTest | None:
     """``node``'s ``if`` as a :class:`_KeyTest`, when it is one: ``{"properties": {key:
     {"const": v}}}``, or ``"enum"`` for ``"const"``, with ``"required": [key]``,
-    ``"type": "object"`` and a ``"type"`` beside the values allowed, any annotation."""
+    ``"type": "object"`` and a ``"type"`` beside the values allowed, any annotation, or
+    ``{"not": ...}`` of such a test."""
     schema = node.get("if")
+    keywords = node.dialect.keywords
+    negated = False
+    while isinstance(schema, dict) and "not" in schema and not any(
+            k in keywords for k in schema if k != "not"):
+        schema, negated = schema["not"], not negated
     if not isinstance(schema, dict):
         return None
-    keywords = node.dialect.keywords
     if any(k not in ("properties", "required", "type") for k in schema if k in keywords):
         return None
     properties = schema.get("properties")
@@ -477,7 +504,7 @@ def _key_test(node: Node) -> _KeyTest | None:
         checked = node.child(value_schema, "if", "properties", key)
         candidates = [v for v in candidates if node.dialect.is_valid(checked, v)]
     return _KeyTest(key, {canonical(v): v for v in candidates}, bool(required),
-                    "type" in schema)
+                    "type" in schema, negated)
 
 
 def _exactly_once(langs: list[Typed]) -> tuple[Any, ...] | None:

@@ -187,9 +187,11 @@ branches = st.one_of(
     st.just({"properties": {"c": {"not": {"type": "string"}}}}),
 )
 if_chains = st.lists(
-    st.builds(lambda cond, then, other: {"if": cond, **({"then": then} if then else {}),
-                                         **({"else": other} if other else {})},
-              tests_of_one_key, st.one_of(st.none(), branches), st.one_of(st.none(), branches)),
+    st.builds(lambda cond, negated, then, other: {
+        "if": {"not": cond} if negated else cond, **({"then": then} if then else {}),
+        **({"else": other} if other else {})},
+        tests_of_one_key, st.booleans(), st.one_of(st.none(), branches),
+        st.one_of(st.none(), branches)),
     min_size=1, max_size=4)
 chain_values = st.one_of(
     values,
@@ -200,7 +202,7 @@ chain_values = st.one_of(
 
 @settings(max_examples=60, deadline=None, suppress_health_check=[HealthCheck.too_slow])
 @given(chain=if_chains, context=st.sampled_from([{}, {"type": "object"}, {
-    "properties": {"a": {"type": "string"}}}]), instances=st.lists(chain_values, min_size=4,
+    "properties": {"a": {"type": "string"}}}, {"required": ["a"]}, {"type": ["object", "null"]}]), instances=st.lists(chain_values, min_size=4,
                                                                    max_size=8))
 def test_if_chains_on_one_key_agree_with_jsonschema(chain: list[dict[str, Any]],
                                                     context: dict[str, Any],
