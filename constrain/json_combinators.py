@@ -12,7 +12,11 @@ branch's properties join the context's. Then, per JSON type:
   ``Bi ∖ ∪ Bj`` with complements, exact when the parts are regular.
 - ``not X``: the context minus (context ∧ X).
 - ``if I then T else E``: (context ∧ I ∧ T) ∪ ((context ∧ E) ∖ (context ∧ I)); without
-  ``then`` no complement is needed: context ∧ (I ∪ E).
+  ``then`` no complement is needed: context ∧ (I ∪ E). Where ``I`` only tests one key
+  against a few scalars (``{"properties": {"kind": {"const": "a"}}}``, perhaps under
+  ``not``), every such ``if`` on that key is decided at once by cases of what the key
+  holds (not an object, absent, each tested value, another value): a union with no
+  complement, one case per value however many ``if``s test the key.
 - ``dependentRequired``/``dependentSchemas``/``dependencies``: for each key, a two-way
   ``anyOf``: the key is absent, or it is present with its requirements.
 
