@@ -34,6 +34,7 @@ from __future__ import annotations
 
 from collections.abc import Callable, Mapping
 
+from .errors import ResourceLimitError
 from .grammar import (
     NOTHING,
     Alt,
@@ -159,7 +160,15 @@ class Regularizer:
         """``expr`` with ``walk`` applied to its parts; ``tag`` names the walk, so that a
         lazy part keeps a key of its own (built, and walked, when first reached)."""
         if isinstance(expr, Lazy):
-            return Lazy((expr.key, tag), lambda: walk(expr.build()), expr.nullable,
+            def build() -> Expr:
+                # Built when a walk first reaches it, with no compiler frame left to
+                # refuse the keyword: a budget error, typed, instead.
+                try:
+                    return walk(expr.build())
+                except NeedsRegular as e:
+                    raise _unfolding_limit(e) from e
+
+            return Lazy((expr.key, tag), build, expr.nullable,
                         tuple(walk(p) for p in expr.parts), tuple(walk(n) for n in expr.needs))
         if isinstance(expr, Seq):
             return seq(*(walk(i) for i in expr.items))
@@ -214,8 +223,17 @@ class Regularizer:
             fixed[id(expr)] = (expr, result)
             return result
 
-        for name in list(rules):
-            rules[name] = fix(rules[name])
+        try:
+            for name in list(rules):
+                rules[name] = fix(rules[name])
+        except NeedsRegular as e:  # the keyword that asked is compiled already
+            raise _unfolding_limit(e) from e
+
+
+def _unfolding_limit(error: NeedsRegular) -> ResourceLimitError:
+    return ResourceLimitError(
+        "unfolded_expressions", MAX_UNFOLDED,
+        f"an intersection or complement inside a recursion cannot be made regular: {error}")
 
 
 _PENDING = "pending:"

@@ -642,6 +642,29 @@ def test_unfolding_budget_refuses_instead_of_running_away(monkeypatch: pytest.Mo
     assert info.value.keyword == "oneOf" and info.value.pointer == "#/$defs/o/oneOf"
 
 
+def test_unfolding_budget_after_the_fact_is_a_typed_error() -> None:
+    # A recursion still being compiled when it was intersected is unfolded at the end (or
+    # when a walk first reaches a lazy part), where no keyword is left to refuse: the
+    # budget must surface as ResourceLimitError, not as the compiler's internal signal.
+    from constrain.grammar import Grammar, ref
+    from constrain.json_regular import Regularizer
+    from constrain.json_syntax import JsonSyntax, whitespace_gap
+
+    syn = JsonSyntax(whitespace_gap(1))
+    rules = syn.universe_rules()
+    regular = Regularizer(syn, rules, depth=4)
+    rules["kept"] = regular.under(ref("later"))  # "later" is not compiled yet: a marker
+    rules["later"] = ref("json.value")
+    regular.max_built = 3
+    with pytest.raises(ResourceLimitError, match="unfolded_expressions"):
+        regular.finish(rules)
+    regular = Regularizer(syn, rules := syn.universe_rules(), depth=4)
+    rules["kept"] = regular.under(ref("later"))
+    rules["later"] = ref("json.value")
+    regular.finish(rules)  # within the default budget
+    assert Automaton(Grammar(rules, "kept")).matches(b'[1, {"a": []}]')
+
+
 def test_if_chain_on_one_key_is_a_case_per_value() -> None:
     # SchemaStore's idiom (minecraft-predicate has 23): expanding each `if` into its two
     # outcomes in the context of the others made 3**n lists, so this never finished.
