@@ -9,6 +9,7 @@ side-by-side run to see whether an engine change helped: no anchor shares the ma
     python -m benchmarks.maskbench_profile --sample 4             # 84 schemas
     python -m benchmarks.maskbench_profile --sample 4 --profile tottime
     python -m benchmarks.maskbench_profile --only Github_ultra/o65424 Kubernetes/kb_661_Normalized
+    python -m benchmarks.maskbench_profile --sample 0 --keyword if --budget 10   # 73 schemas
 """
 
 from __future__ import annotations
@@ -52,7 +53,10 @@ def _stats(values: list[float]) -> str:
 
 def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    parser.add_argument("--sample", type=int, default=4, help="schemas per subset")
+    parser.add_argument("--sample", type=int, default=4,
+                        help="schemas per subset (0: all of them)")
+    parser.add_argument("--keyword", default=None,
+                        help="only schemas using this keyword (say if)")
     parser.add_argument("--seed", type=int, default=0)
     parser.add_argument("--vocab", default="qwen")
     parser.add_argument("--profile", metavar="SORT", help="cProfile sort key (tottime, cumtime)")
@@ -71,7 +75,8 @@ def main(argv: list[str] | None = None) -> int:
         if profiler:
             profiler.enable()
         paths = ([DATA / f"{name}.json" for name in args.only] if args.only
-                 else schema_paths(sample=args.sample, seed=args.seed))
+                 else schema_paths(sample=args.sample or None, seed=args.seed,
+                                   keyword=args.keyword))
         for path in paths:
             results.append(_check_within(engine, path, args.budget))
         if profiler:
