@@ -37,7 +37,7 @@ drops it with a warning). Expansions multiply (``anyOf`` of 3 inside ``anyOf`` o
 from __future__ import annotations
 
 import itertools
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any
 
 from .automaton import Automaton, AutomatonOptions
@@ -396,26 +396,29 @@ class Combinators:
 
         # Cases the context rules out are left out, so as not to expand the branches of
         # a case that is empty anyway (the context merges with it only after expansion).
-        objects_only = required = False
-        for n in rest:
-            objects_only = objects_only or n.get("type") in ("object", ["object"])
-            required = required or key in n.get("required", ())
+        # That matters most for else-if chains on one key: inside the case where the key
+        # holds "a", the next `if` on the key has one case left instead of all of them.
+        known = _KeyContext.of(rest, key)
         cases = []
-        if not objects_only:
+        if not known.objects_only:
             cases.append(case("not an object", lambda: {
                 "type": [t for t in JSON_TYPES if t != "object"]},
                 lambda test: test.on_non_object()))
-        if not required:
+        if not known.required:
             cases.append(case("absent", lambda: {"type": "object", "properties": {key: False}},
                               lambda test: test.on_absent()))
-        for c, v in values.items():
-            cases.append(case(("is", c), lambda v=v: {
-                "type": "object", "required": [key], "properties": {key: {"enum": [v]}}},
-                lambda test, c=c: test.on_value(c)))
-        cases.append(case(("other", frozenset(values)), lambda: {
-            "type": "object", "required": [key],
-            "properties": {key: {"not": {"enum": list(values.values())}}}},
-            lambda test: test.on_other()))
+        if not known.absent:
+            for c, v in values.items():
+                if known.may_be(c):
+                    cases.append(case(("is", c), lambda v=v: {
+                        "type": "object", "required": [key],
+                        "properties": {key: {"enum": [v]}}},
+                        lambda test, c=c: test.on_value(c)))
+            if known.allowed is None or not known.allowed <= values.keys():
+                cases.append(case(("other", frozenset(values)), lambda: {
+                    "type": "object", "required": [key],
+                    "properties": {key: {"not": {"enum": list(values.values())}}}},
+                    lambda test: test.on_other()))
         return self.refs.union(cases)
 
     def _difference(self, base: Typed, cut: Typed, keyword: str, pointer: str,
@@ -471,6 +474,58 @@ class _KeyTest:
 _SCALAR_VALUES = (type(None), bool, int, float, str)
 
 
+def _listed_values(schema: Any, keywords: frozenset[str]) -> list[Any] | None:
+    """The values of a schema that is only ``const`` or ``enum`` (and annotations)."""
+    if not isinstance(schema, dict) or any(
+            k not in ("const", "enum") for k in schema if k in keywords):
+        return None
+    if ("const" in schema) == ("enum" in schema):
+        return None
+    values = [schema["const"]] if "const" in schema else schema["enum"]
+    return values if isinstance(values, list) else None
+
+
+@dataclass
+class _KeyContext:
+    """What the schemas merged around a split say about its key, read where plain."""
+
+    objects_only: bool = False
+    required: bool = False
+    absent: bool = False
+    allowed: set[Any] | None = None
+    """The values the key may hold (:func:`canonical` keys); ``None``: not known."""
+    excluded: set[Any] = field(default_factory=set)
+
+    @classmethod
+    def of(cls, nodes: list[Node], key: str) -> _KeyContext:
+        known = cls()
+        for n in nodes:
+            known.objects_only |= n.get("type") in ("object", ["object"])
+            required = n.get("required", ())
+            known.required |= isinstance(required, list) and key in required
+            properties = n.get("properties")
+            if not isinstance(properties, dict) or key not in properties:
+                continue
+            value_schema = properties[key]
+            if value_schema is False:
+                known.absent = True
+                continue
+            keywords = n.dialect.keywords
+            listed = _listed_values(value_schema, keywords)
+            if listed is not None:
+                mine = {canonical(v) for v in listed}
+                known.allowed = mine if known.allowed is None else known.allowed & mine
+            elif isinstance(value_schema, dict) and all(
+                    k == "not" for k in value_schema if k in keywords):
+                listed = _listed_values(value_schema.get("not"), keywords)
+                if listed is not None:
+                    known.excluded |= {canonical(v) for v in listed}
+        return known
+
+    def may_be(self, value: Any) -> bool:
+        return (self.allowed is None or value in self.allowed) and value not in self.excluded
+
+
 def _key_test(node: Node) -> _KeyTest | None:
     """``node``'s ``if`` as a :class:`_KeyTest`, when it is one: ``{"properties": {key:
     {"const": v}}}``, or ``"enum"`` for ``"const"``, with ``"required": [key]``,
@@ -495,14 +550,9 @@ def _key_test(node: Node) -> _KeyTest | None:
     ((key, value_schema),) = properties.items()
     if any(r != key for r in required) or not isinstance(value_schema, dict):
         return None
-    if any(k not in ("const", "enum", "type") for k in value_schema if k in keywords):
-        return None
-    if ("const" in value_schema) == ("enum" in value_schema):
-        return None
-    candidates = ([value_schema["const"]] if "const" in value_schema
-                  else value_schema["enum"])
-    if not isinstance(candidates, list) or not all(
-            isinstance(v, _SCALAR_VALUES) for v in candidates):
+    candidates = _listed_values({k: v for k, v in value_schema.items() if k != "type"},
+                                keywords)
+    if candidates is None or not all(isinstance(v, _SCALAR_VALUES) for v in candidates):
         return None
     if "type" in value_schema:  # the values of another type fail the condition
         checked = node.child(value_schema, "if", "properties", key)

@@ -186,6 +186,10 @@ branches = st.one_of(
     st.just({"maxProperties": 1}),
     st.just({"properties": {"c": {"not": {"type": "string"}}}}),
 )
+# else-if chains: a branch that is itself an `if` on the key, decided inside each case.
+branches = st.one_of(branches, st.builds(
+    lambda cond, then, other: {"if": cond, "then": then, "else": other},
+    tests_of_one_key, branches, branches))
 if_chains = st.lists(
     st.builds(lambda cond, negated, then, other: {
         "if": {"not": cond} if negated else cond, **({"then": then} if then else {}),
@@ -200,9 +204,12 @@ chain_values = st.one_of(
 )
 
 
-@settings(max_examples=60, deadline=None, suppress_health_check=[HealthCheck.too_slow])
-@given(chain=if_chains, context=st.sampled_from([{}, {"type": "object"}, {
-    "properties": {"a": {"type": "string"}}}, {"required": ["a"]}, {"type": ["object", "null"]}]), instances=st.lists(chain_values, min_size=4,
+@settings(max_examples=80, deadline=None, suppress_health_check=[HealthCheck.too_slow])
+@given(chain=if_chains, context=st.sampled_from([
+    {}, {"type": "object"}, {"properties": {"a": {"type": "string"}}}, {"required": ["a"]},
+    {"type": ["object", "null"]}, {"properties": {"a": {"enum": ["a", 1]}}},
+    {"properties": {"a": {"not": {"const": "b"}}}}, {"properties": {"a": False}},
+    {"properties": {"a": {"const": True}}, "required": ["a"]}]), instances=st.lists(chain_values, min_size=4,
                                                                    max_size=8))
 def test_if_chains_on_one_key_agree_with_jsonschema(chain: list[dict[str, Any]],
                                                     context: dict[str, Any],
