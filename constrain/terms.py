@@ -20,6 +20,7 @@ instead of unrolling, and intersection and complement directly, so ``(a|b)*a(a|b
 
 from __future__ import annotations
 
+import heapq
 import threading
 from collections.abc import Callable, Iterable
 from typing import Any, cast
@@ -37,6 +38,10 @@ _EMPTYSET, _EPS, _BYTES, _SEQ, _ALT, _REP, _AND, _NOT, _REF, _LAZY = range(10)
 EMPTYSET = 0
 EPS = 1
 ALL_BYTES = (1 << 256) - 1
+# The emptiness search's cost of a step (see TermStore._search_live): 1 on a byte set
+# holding printable ASCII other than a backslash, this on any other.
+_PRINTABLE_ASCII = sum(1 << b for b in range(0x20, 0x7F) if b != 0x5C)
+_OTHER_BYTE_COST = 4
 
 Pieces = list[tuple[int, int]] | tuple[tuple[int, int], ...]
 # For each rule reference that may come first: (rule, successor after the rule's text).
@@ -418,29 +423,39 @@ class TermStore:
         return result
 
     def _search_live(self, term: int) -> bool:
+        # Cheapest first, not depth first: a depth-first search follows one branch of a
+        # recursion down forever (an object inside an object..., each level a new term)
+        # and exhausts the budget where a witness a few bytes long closes everything
+        # (four Github_ultra schemas, minecraft-recipe). A step costs more on a byte set
+        # with no printable ASCII (the inside of a multi-byte character, an escape), so
+        # the witnesses tried first are plain text, the way JSON's usually are.
         parent = {term: term}
-        todo = [term]
+        live = self._live
+        todo = [(0, 0, term)]
+        pushed = 0
         while todo:
-            t = todo.pop()
-            if self._nullable[t] or self._live.get(t) or self.derivative(t)[1]:
+            cost, _, t = heapq.heappop(todo)
+            if self._nullable[t] or live.get(t) or self.derivative(t)[1]:
                 # Every term on the path found leads to an accepting one: remember them all,
                 # so the searches from the states that follow are answered at once.
                 while True:
-                    self._live[t] = True
+                    live[t] = True
                     if t == term:
                         return True
                     t = parent[t]
-            for _, nxt in self.derivative(t)[0]:
-                if nxt not in parent and self._live.get(nxt) is not False:
+            for bits, nxt in self.derivative(t)[0]:
+                if nxt not in parent and live.get(nxt) is not False:
                     parent[nxt] = t
-                    todo.append(nxt)
+                    pushed += 1
+                    step = 1 if bits & _PRINTABLE_ASCII else _OTHER_BYTE_COST
+                    heapq.heappush(todo, (cost + step, pushed, nxt))
             if len(parent) > self.max_liveness_search:
                 raise ResourceLimitError(
                     "max_liveness_search", self.max_liveness_search,
                     "an intersection or complement is too large to check for emptiness",
                 )
         for t in parent:
-            self._live[t] = False
+            live[t] = False
         return False
 
     def is_live_within(self, term: int, budget: int) -> bool | None:

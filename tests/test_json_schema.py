@@ -690,6 +690,40 @@ def test_if_chain_on_one_key_is_a_case_per_value() -> None:
         assert automaton.matches(text) == verdict(schema, instance), instance
 
 
+def test_emptiness_search_finds_a_short_witness_under_recursion(qwen_vocab: Any) -> None:
+    # A oneOf between recursive documents (keys not starting with "$") and "$date"
+    # objects: the masks' states hold a difference whose emptiness search went depth
+    # first down nested documents, a new term per level, and ran out of
+    # max_liveness_search (Github_medium/o10566's idiom). Cheapest first, it closes them.
+    import numpy as np
+
+    from constrain import compile_json_schema
+    from constrain.assets import load_qwen_encoding
+
+    schema = {"$defs": {
+        "doc": {"type": "object", "patternProperties": {"^[^$]": {"$ref": "#/$defs/value"}},
+                "additionalProperties": False},
+        "value": {"oneOf": [{"type": "string"}, {"type": "number"},
+                            {"type": "array", "items": {"$ref": "#/$defs/value"}},
+                            {"$ref": "#/$defs/doc"}, {"$ref": "#/$defs/date"}]},
+        "date": {"type": "object", "properties": {"$date": {"type": "integer"}},
+                 "required": ["$date"], "additionalProperties": False}},
+        "allOf": [{"$ref": "#/$defs/doc"}, {"required": ["_id"]}]}
+    encoding = load_qwen_encoding()
+    compiled = compile_json_schema(schema, qwen_vocab)
+    for instance in [{"_id": {"$date": 3}, "name": "Jo", "tags": ["a", {"b": 1}]},
+                     {"_id": {"$date": 3, "x": 1}}, {"_id": {"$date": "3"}}, {"a": 1}]:
+        matcher = compiled.matcher()
+        mask = np.zeros((1, compiled.mask_words), dtype=np.int32)
+        followed = True
+        for token in encoding.encode(json.dumps(instance)):
+            matcher.fill_bitmask(mask, 0)
+            if not mask[0, token // 32] >> (token % 32) & 1 or not matcher.advance(token):
+                followed = False
+                break
+        assert (followed and matcher.is_accepting()) == verdict(schema, instance), instance
+
+
 @pytest.mark.slow
 @pytest.mark.xfail(strict=True, raises=ResourceLimitError, reason=(
     "BUG (found by hypothesis in test_random_schemas_agree_with_jsonschema, also at 6f664e3): "
