@@ -121,6 +121,7 @@ class Automaton:
         nullable_by_index = [rule_nullable[n] for n in names]
         self._parts_memo: dict[int, tuple[tuple[ir.Expr, ...], bool]] = {}
         self._live_memo: dict[int, tuple[ir.Expr, bool]] = {}
+        self._shortest_memo: dict[int, tuple[ir.Expr, int]] = {}
         start = _library_start(library, self.options) if library is not None else None
         if start is None:
             self.terms = TermStore(self.options.max_terms, nullable_by_index)
@@ -236,7 +237,8 @@ class Automaton:
         me = weakref.ref(self)
         return t.lazy(expr.key, lambda: me()._convert(expr.build(), rule),  # type: ignore[union-attr]
                       nullable=expr.nullable, boolean=boolean, has_ref=found[1],
-                      live=lambda: me()._needs_live(needs, rule))  # type: ignore[union-attr]
+                      live=lambda: me()._needs_live(needs, rule),  # type: ignore[union-attr]
+                      shortest=sum(ir.shortest_length(n, self._shortest_memo) for n in needs))
 
     def _needs_live(self, needs: tuple[ir.Expr, ...], rule: str) -> bool:
         return all(self._live(n, rule) for n in needs)

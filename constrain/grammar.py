@@ -57,6 +57,7 @@ __all__ = [
     "normalize_ranges",
     "children",
     "contents",
+    "shortest_length",
 ]
 
 MAX_CODE_POINT = 0x10FFFF
@@ -339,6 +340,48 @@ def contents(expr: Expr) -> tuple[bool, bool]:
             has_ref = has_ref or c_ref
         object.__setattr__(node, "_contents", (boolean, has_ref))
     return expr._contents  # type: ignore[return-value]
+
+
+def shortest_length(expr: Expr, memo: dict[int, tuple[Expr, int]]) -> int:
+    """An estimate of the length in bytes of ``expr``'s shortest string, for ordering a
+    search (``memo`` holds what was found, by node id, each with its node so the id stays
+    its own).
+
+    Exact for characters, bytes, concatenations, unions and repeats; an intersection
+    counts as its longest item, a complement and a reference as nothing, and a
+    :class:`Lazy` node as its ``needs`` written one after the other (an object's
+    required values left), since it is not built.
+
+    >>> shortest_length(seq(literal("ab"), alt(literal("c"), literal("de"))), {})
+    3
+    """
+    stack = [expr]  # a walk, not recursion: front ends build expressions thousands deep
+    while stack:
+        node = stack[-1]
+        if id(node) in memo:
+            stack.pop()
+            continue
+        parts = node.needs if isinstance(node, Lazy) else children(node)
+        todo = [c for c in parts if id(c) not in memo]
+        if todo:
+            stack.extend(todo)
+            continue
+        stack.pop()
+        lengths = [memo[id(c)][1] for c in parts]
+        if isinstance(node, (Chars, Bytes)):
+            found = 1
+        elif isinstance(node, (Seq, Lazy)):
+            found = sum(lengths)
+        elif isinstance(node, Alt):
+            found = min(lengths, default=0)
+        elif isinstance(node, Repeat):
+            found = node.min * lengths[0]
+        elif isinstance(node, And):
+            found = max(lengths, default=0)
+        else:  # Not, Ref
+            found = 0
+        memo[id(node)] = (node, found)
+    return memo[id(expr)][1]
 
 
 def _refs(expr: Expr, seen: set[int]) -> Iterable[str]:

@@ -37,6 +37,7 @@ drops it with a warning). Expansions multiply (``anyOf`` of 3 inside ``anyOf`` o
 from __future__ import annotations
 
 import itertools
+import json
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any
 
@@ -67,12 +68,21 @@ _OBJECT_NEUTRAL = frozenset({
 _EMPTINESS_BUDGET = AutomatonOptions(max_states=2_000, max_terms=200_000)
 
 
+def _spelling(text: str) -> bytes:
+    """One JSON spelling of ``text``, the one every escape policy accepts (a lone
+    surrogate has none: it is spelt so that no string part accepts it)."""
+    return json.dumps(text, ensure_ascii=False).encode("utf-8", "surrogatepass")
+
+
 class Combinators:
     """Expansion of combinators for one :class:`~constrain.json_compiler.Compiler`."""
 
     def __init__(self, compiler: Compiler) -> None:
         self.c = compiler
         self.refs = compiler.refs
+        # Automata of string parts that listed values are tested against (see
+        # disjoint), by the part's identity; the part is kept so the id stays its own.
+        self._recognizers: dict[int, tuple[Expr, Automaton | None]] = {}
 
     def expand(self, flat: list[Node], negative: bool) -> Typed | None:
         """The language of ``flat`` if one of its schemas has a combinator, else ``None``."""
@@ -247,9 +257,37 @@ class Combinators:
                     if other is not None and all(self.disjoint(value, other, u)
                                                  for u in JSON_TYPES):
                         return True
-        if t in _SCALARS and t not in a.opaque and t not in b.opaque:
-            return self.is_empty(intersect(a.parts[t], b.parts[t]))
-        return False
+        if t not in _SCALARS or t in a.opaque or t in b.opaque:
+            return False
+        if t == "string" and (a.values is None) != (b.values is None):
+            # A few listed strings against a pattern or a format (an enum branch beside a
+            # free-text one, cityjson has ~3,000 such pairs): each value's text through
+            # the other part's automaton, built once per part, instead of an automaton
+            # per pair. One spelling decides: a string part holds every spelling of the
+            # strings it accepts, or none.
+            listed, other = (a, b) if a.values is not None else (b, a)
+            recognizer = self._recognizer(other.parts[t])
+            if recognizer is not None:
+                try:
+                    return not any(recognizer.matches(_spelling(v))
+                                   for v in listed.values or () if json_type(v) == t)
+                except ResourceLimitError:
+                    return False
+        return self.is_empty(intersect(a.parts[t], b.parts[t]))
+
+    def _recognizer(self, expr: Expr) -> Automaton | None:
+        """An automaton of the string part ``expr`` (``None``: it references rules or is
+        over the emptiness budget), memoized per part."""
+        found = self._recognizers.get(id(expr))
+        if found is None:
+            automaton = None
+            if not self.refs.has_ref(expr):
+                try:
+                    automaton = Automaton(Grammar.single(expr), _EMPTINESS_BUDGET)
+                except ResourceLimitError:
+                    pass
+            found = self._recognizers[id(expr)] = (expr, automaton)
+        return found[1]
 
     def is_empty(self, expr: Expr) -> bool:
         """Whether the regular language ``expr`` is empty (``False`` when unsure)."""

@@ -80,6 +80,7 @@ class TermStore:
         self._alphabets: dict[int, int] = {}
         self._builders: dict[int, Callable[[], int]] = {}
         self._forced: dict[int, int] = {}
+        self._shortest_known: dict[int, int] = {}
         self._lazy_live: dict[int, Callable[[], bool]] = {}
         self.max_liveness_search = 200_000
         self.rule_nullable: list[bool] = list(rule_nullable)
@@ -318,14 +319,16 @@ class TermStore:
         return self._make(_NOT, (item,), not self._nullable[item])
 
     def lazy(self, key: object, build: Callable[[], int], *, nullable: bool,
-             boolean: bool, has_ref: bool, live: Callable[[], bool] | None = None) -> int:
+             boolean: bool, has_ref: bool, live: Callable[[], bool] | None = None,
+             shortest: int = 0) -> int:
         """A term built by ``build()`` only when its inside is first needed.
 
         ``key`` names the content (equal keys are one term). ``nullable`` and ``has_ref``
         are those of the term ``build`` returns (whether it matches the empty string,
         whether a rule reference occurs inside). Its language must not be empty unless
         ``boolean`` is set; then ``live()`` says whether it is (without building it), or
-        else liveness builds it and looks inside.
+        else liveness builds it and looks inside. ``shortest`` estimates the length of its
+        shortest string, which guides the emptiness search (see ``_search_live``).
         """
         full_key = (_LAZY, key)
         found = self._ids.get(full_key)
@@ -335,6 +338,8 @@ class TermStore:
         self._builders[ident] = build
         if live is not None:
             self._lazy_live[ident] = live
+        if shortest:
+            self._shortest_known[ident] = shortest
         return ident
 
     def force(self, term: int) -> int:
@@ -423,18 +428,20 @@ class TermStore:
         return result
 
     def _search_live(self, term: int) -> bool:
-        # Cheapest first, not depth first: a depth-first search follows one branch of a
+        # Best first (A*), not depth first: a depth-first search follows one branch of a
         # recursion down forever (an object inside an object..., each level a new term)
         # and exhausts the budget where a witness a few bytes long closes everything
-        # (four Github_ultra schemas, minecraft-recipe). A step costs more on a byte set
-        # with no printable ASCII (the inside of a multi-byte character, an escape), so
-        # the witnesses tried first are plain text, the way JSON's usually are.
+        # (four Github_ultra schemas, minecraft-recipe); a breadth-first one writes every
+        # optional member of an object before the required ones. The priority is the
+        # cost so far plus a lower bound on the bytes still needed (see _shortest), so
+        # the search heads for the end; a step costs more on a byte set with no printable
+        # ASCII (inside a multi-byte character, an escape), so plain text is tried first.
         parent = {term: term}
         live = self._live
-        todo = [(0, 0, term)]
+        todo = [(self._shortest(term), 0, 0, term)]
         pushed = 0
         while todo:
-            cost, _, t = heapq.heappop(todo)
+            _, cost, _, t = heapq.heappop(todo)
             if self._nullable[t] or live.get(t) or self.derivative(t)[1]:
                 # Every term on the path found leads to an accepting one: remember them all,
                 # so the searches from the states that follow are answered at once.
@@ -447,8 +454,8 @@ class TermStore:
                 if nxt not in parent and live.get(nxt) is not False:
                     parent[nxt] = t
                     pushed += 1
-                    step = 1 if bits & _PRINTABLE_ASCII else _OTHER_BYTE_COST
-                    heapq.heappush(todo, (cost + step, pushed, nxt))
+                    step = cost + (1 if bits & _PRINTABLE_ASCII else _OTHER_BYTE_COST)
+                    heapq.heappush(todo, (step + self._shortest(nxt), step, pushed, nxt))
             if len(parent) > self.max_liveness_search:
                 raise ResourceLimitError(
                     "max_liveness_search", self.max_liveness_search,
@@ -457,6 +464,44 @@ class TermStore:
         for t in parent:
             live[t] = False
         return False
+
+    def _shortest(self, term: int) -> int:
+        """An estimate of the length of ``term``'s shortest string, for the search's order
+        (memoized): exact without intersections, complements, references and lazy terms;
+        an intersection counts as its longest item, a complement as one byte if it must
+        have one, a reference as nothing, a lazy term as its builder estimated."""
+        found = self._shortest_known.get(term)
+        if found is not None:
+            return found
+        kind, args = self._kind[term], self._args[term]
+        if kind == _SEQ:
+            # Along the right spine in a loop: concatenations are as deep as they are long.
+            spine = []
+            t = term
+            while self._kind[t] == _SEQ and t not in self._shortest_known:
+                spine.append(t)
+                t = self._args[t][1]  # type: ignore[assignment]
+            total = self._shortest(t)
+            for s in reversed(spine):
+                total += self._shortest(self._args[s][0])  # type: ignore[arg-type]
+                self._shortest_known[s] = total
+            return total
+        if kind == _BYTES:
+            found = 1
+        elif kind == _ALT:
+            found = min(map(self._shortest, args))  # type: ignore[arg-type]
+        elif kind == _REP:
+            found = args[1] * self._shortest(args[0])  # type: ignore[operator, arg-type]
+        elif kind == _AND:
+            found = max(map(self._shortest, args))  # type: ignore[arg-type]
+        elif kind == _NOT:
+            found = 1 if self._nullable[args[0]] else 0  # type: ignore[index]
+        elif kind == _LAZY and term in self._forced:
+            found = self._shortest(self._forced[term])
+        else:  # the empty string, a reference, a lazy term not built yet
+            found = 0
+        self._shortest_known[term] = found
+        return found
 
     def is_live_within(self, term: int, budget: int) -> bool | None:
         """:meth:`is_live`, or ``None`` when deciding it would explore more than ``budget``

@@ -205,6 +205,9 @@ CASES: list[tuple[str, Any, list[Any]]] = [
      [1, 2, 2.5, -1.5, "s"]),
     ("oneOf-overlapping-strings", {"oneOf": [{"pattern": "^a"}, {"pattern": "b$"}]},
      ["ax", "xb", "ab", "xx", 1]),
+    ("oneOf-enum-beside-pattern", {"oneOf": [{"enum": ["Roof", "Wall", "é\n", 3]},
+                                             {"type": "string", "pattern": "^(R|é)"}]},
+     ["Roof", "Wall", "é\n", "Rx", "éa", 3, "Q", 4]),
     ("oneOf-discriminator", {"oneOf": [
         {"type": "object", "properties": {"kind": {"const": "a"}, "x": {"type": "integer"}},
          "required": ["kind"]},
