@@ -693,29 +693,17 @@ def test_if_chain_on_one_key_is_a_case_per_value() -> None:
         assert automaton.matches(text) == verdict(schema, instance), instance
 
 
-def test_emptiness_search_finds_a_short_witness_under_recursion(qwen_vocab: Any) -> None:
-    # A oneOf between recursive documents (keys not starting with "$") and "$date"
-    # objects: the masks' states hold a difference whose emptiness search went depth
-    # first down nested documents, a new term per level, and ran out of
-    # max_liveness_search (Github_medium/o10566's idiom). Cheapest first, it closes them.
+def _agrees_token_by_token(schema: Any, vocab: Any, instances: list[Any]) -> None:
+    """Each instance's Qwen tokens are allowed by the masks and consumed, ending where EOS
+    is allowed, exactly when jsonschema says the instance is valid."""
     import numpy as np
 
     from constrain import compile_json_schema
     from constrain.assets import load_qwen_encoding
 
-    schema = {"$defs": {
-        "doc": {"type": "object", "patternProperties": {"^[^$]": {"$ref": "#/$defs/value"}},
-                "additionalProperties": False},
-        "value": {"oneOf": [{"type": "string"}, {"type": "number"},
-                            {"type": "array", "items": {"$ref": "#/$defs/value"}},
-                            {"$ref": "#/$defs/doc"}, {"$ref": "#/$defs/date"}]},
-        "date": {"type": "object", "properties": {"$date": {"type": "integer"}},
-                 "required": ["$date"], "additionalProperties": False}},
-        "allOf": [{"$ref": "#/$defs/doc"}, {"required": ["_id"]}]}
     encoding = load_qwen_encoding()
-    compiled = compile_json_schema(schema, qwen_vocab)
-    for instance in [{"_id": {"$date": 3}, "name": "Jo", "tags": ["a", {"b": 1}]},
-                     {"_id": {"$date": 3, "x": 1}}, {"_id": {"$date": "3"}}, {"a": 1}]:
+    compiled = compile_json_schema(schema, vocab)
+    for instance in instances:
         matcher = compiled.matcher()
         mask = np.zeros((1, compiled.mask_words), dtype=np.int32)
         followed = True
@@ -725,6 +713,48 @@ def test_emptiness_search_finds_a_short_witness_under_recursion(qwen_vocab: Any)
                 followed = False
                 break
         assert (followed and matcher.is_accepting()) == verdict(schema, instance), instance
+
+
+def test_emptiness_search_finds_a_short_witness_under_recursion(qwen_vocab: Any) -> None:
+    # A oneOf between recursive documents (keys not starting with "$") and "$date"
+    # objects: the masks' states hold a difference whose emptiness search went depth
+    # first down nested documents, a new term per level, and ran out of
+    # max_liveness_search (Github_medium/o10566's idiom).
+    schema = {"$defs": {
+        "doc": {"type": "object", "patternProperties": {"^[^$]": {"$ref": "#/$defs/value"}},
+                "additionalProperties": False},
+        "value": {"oneOf": [{"type": "string"}, {"type": "number"},
+                            {"type": "array", "items": {"$ref": "#/$defs/value"}},
+                            {"$ref": "#/$defs/doc"}, {"$ref": "#/$defs/date"}]},
+        "date": {"type": "object", "properties": {"$date": {"type": "integer"}},
+                 "required": ["$date"], "additionalProperties": False}},
+        "allOf": [{"$ref": "#/$defs/doc"}, {"required": ["_id"]}]}
+    _agrees_token_by_token(schema, qwen_vocab, [
+        {"_id": {"$date": 3}, "name": "Jo", "tags": ["a", {"b": 1}]},
+        {"_id": {"$date": 3, "x": 1}}, {"_id": {"$date": "3"}}, {"a": 1}])
+
+
+@pytest.mark.slow
+def test_emptiness_search_heads_for_the_required_members(qwen_vocab: Any) -> None:
+    # SchemaStore's task.json idiom: each oneOf branch requires its own key beside a
+    # shared base with many optional members. A breadth-first emptiness search wrote
+    # every subset of the optional members before the required ones and ran out of
+    # max_liveness_search; guided by the required values still to write, it does not.
+    kinds = ["node", "python", "shell", "docker"]
+    optional = {f"opt{i}": {"type": ["string", "boolean", "number"][i % 3]} for i in range(10)}
+    base = {"type": "object", "properties": {"slug": {"type": "string"}, **optional},
+            "required": ["slug"]}
+    runtime = {"type": "object", "properties": {"entrypoint": {"type": "string"}},
+               "required": ["entrypoint"], "additionalProperties": False}
+    schema = {"$defs": {"base": base}, "additionalProperties": False,
+              "properties": {k: True for k in [*base["properties"], *kinds]},
+              "oneOf": [{"allOf": [{"$ref": "#/$defs/base"},
+                                   {"type": "object", "required": [k],
+                                    "properties": {k: runtime}}]} for k in kinds]}
+    _agrees_token_by_token(schema, qwen_vocab, [
+        {"slug": "a", "node": {"entrypoint": "x"}},
+        {"slug": "a", "node": {"entrypoint": "x"}, "shell": {"entrypoint": "y"}},
+        {"slug": "a", "node": {"entrypoint": "x"}, "shell": 3}])
 
 
 @pytest.mark.slow
