@@ -42,6 +42,11 @@ ALL_BYTES = (1 << 256) - 1
 # holding printable ASCII other than a backslash, this on any other.
 _PRINTABLE_ASCII = sum(1 << b for b in range(0x20, 0x7F) if b != 0x5C)
 _OTHER_BYTE_COST = 4
+# How much the estimate of what is left weighs against the cost so far: above 1, a
+# search that heads for the end keeps going where the estimate falls a byte or two short
+# (a member count bound inside an object), instead of first trying every other way of
+# getting as far (every subset of members: exponential).
+_ESTIMATE_WEIGHT = 2
 
 Pieces = list[tuple[int, int]] | tuple[tuple[int, int], ...]
 # For each rule reference that may come first: (rule, successor after the rule's text).
@@ -428,20 +433,23 @@ class TermStore:
         return result
 
     def _search_live(self, term: int) -> bool:
-        # Best first (A*), not depth first: a depth-first search follows one branch of a
+        # Best first, not depth first: a depth-first search follows one branch of a
         # recursion down forever (an object inside an object..., each level a new term)
         # and exhausts the budget where a witness a few bytes long closes everything
         # (four Github_ultra schemas, minecraft-recipe); a breadth-first one writes every
-        # optional member of an object before the required ones. The priority is the
-        # cost so far plus a lower bound on the bytes still needed (see _shortest), so
-        # the search heads for the end; a step costs more on a byte set with no printable
-        # ASCII (inside a multi-byte character, an escape), so plain text is tried first.
+        # optional member of an object before the required ones (task.json). The
+        # priority is the cost so far plus twice an estimate of the bytes still needed
+        # (see _shortest), deeper first among equals, so the search heads for the end; a
+        # step costs more on a byte set with no printable ASCII (inside a multi-byte
+        # character, an escape), so plain text is tried first. Any order is exact: only
+        # the budget depends on it.
         parent = {term: term}
         live = self._live
-        todo = [(self._shortest(term), 0, 0, term)]
+        todo = [(_ESTIMATE_WEIGHT * self._shortest(term), 0, 0, term)]
         pushed = 0
         while todo:
-            _, cost, _, t = heapq.heappop(todo)
+            _, deeper, _, t = heapq.heappop(todo)
+            cost = -deeper
             if self._nullable[t] or live.get(t) or self.derivative(t)[1]:
                 # Every term on the path found leads to an accepting one: remember them all,
                 # so the searches from the states that follow are answered at once.
@@ -455,7 +463,8 @@ class TermStore:
                     parent[nxt] = t
                     pushed += 1
                     step = cost + (1 if bits & _PRINTABLE_ASCII else _OTHER_BYTE_COST)
-                    heapq.heappush(todo, (step + self._shortest(nxt), step, pushed, nxt))
+                    guess = step + _ESTIMATE_WEIGHT * self._shortest(nxt)
+                    heapq.heappush(todo, (guess, -step, pushed, nxt))
             if len(parent) > self.max_liveness_search:
                 raise ResourceLimitError(
                     "max_liveness_search", self.max_liveness_search,

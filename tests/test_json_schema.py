@@ -136,6 +136,14 @@ CASES: list[tuple[str, Any, list[Any]]] = [
     ("min-maxProperties", {"type": "object", "minProperties": 1, "maxProperties": 2,
                            "additionalProperties": {"type": "integer"}},
      [{}, {"a": 1}, {"a": 1, "b": 2}, {"a": 1, "b": 2, "c": 3}]),
+    # Found by hypothesis: a breadth-first emptiness search of the start state (and a
+    # best-first one whose estimate of the bytes left falls a byte short) writes every
+    # subset of fewer members before any twelfth, past max_liveness_search.
+    ("minProperties-most-of-many-keys", {
+        "type": "object", "properties": {f"k{i}": {"type": "integer"} for i in range(14)},
+        "required": ["k0", "k1"], "additionalProperties": False, "minProperties": 12},
+     [{f"k{i}": i for i in range(12)}, {f"k{i}": i for i in range(11)},
+      {f"k{i}": i for i in range(2, 14)}, {f"k{i}": i for i in range(14)}]),
     ("minProperties-free-form", {"type": "object", "minProperties": 2},
      [{}, {"a": 1}, {"a": {}, "b": [1]}, {"a": 1, "b": 2, "c": {"d": None}}]),
     ("maxProperties-listed-and-extra", {"properties": {"a": {}, "b": {"type": "string"}},
