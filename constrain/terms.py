@@ -42,11 +42,13 @@ ALL_BYTES = (1 << 256) - 1
 # holding printable ASCII other than a backslash, this on any other.
 _PRINTABLE_ASCII = sum(1 << b for b in range(0x20, 0x7F) if b != 0x5C)
 _OTHER_BYTE_COST = 4
-# How much the estimate of what is left weighs against the cost so far: above 1, a
-# search that heads for the end keeps going where the estimate falls a byte or two short
-# (a member count bound inside an object), instead of first trying every other way of
-# getting as far (every subset of members: exponential).
-_ESTIMATE_WEIGHT = 2
+# How much each byte the estimate says is left weighs against a byte taken (see
+# TermStore._search_live). Above 1 the search is greedy: where the estimate falls short
+# (a member count bound inside an object, the keys a complement still forbids) it keeps
+# heading for the end instead of first trying every other way of getting as far (every
+# subset of members: exponential). 2 left Github_medium/o25692's searches 6x slower than
+# 8; 8 to 64 measured alike.
+_ESTIMATE_WEIGHT = 8
 
 Pieces = list[tuple[int, int]] | tuple[tuple[int, int], ...]
 # For each rule reference that may come first: (rule, successor after the rule's text).
@@ -438,7 +440,7 @@ class TermStore:
         # and exhausts the budget where a witness a few bytes long closes everything
         # (four Github_ultra schemas, minecraft-recipe); a breadth-first one writes every
         # optional member of an object before the required ones (task.json). The
-        # priority is the cost so far plus twice an estimate of the bytes still needed
+        # priority is the cost so far plus a weighed estimate of the bytes still needed
         # (see _shortest), deeper first among equals, so the search heads for the end; a
         # step costs more on a byte set with no printable ASCII (inside a multi-byte
         # character, an escape), so plain text is tried first. Any order is exact: only
