@@ -238,7 +238,10 @@ class Automaton:
         return t.lazy(expr.key, lambda: me()._convert(expr.build(), rule),  # type: ignore[union-attr]
                       nullable=expr.nullable, boolean=boolean, has_ref=found[1],
                       live=lambda: me()._needs_live(needs, rule),  # type: ignore[union-attr]
-                      shortest=sum(ir.shortest_length(n, self._shortest_memo) for n in needs))
+                      shortest=lambda: me()._needs_shortest(needs))  # type: ignore[union-attr]
+
+    def _needs_shortest(self, needs: tuple[ir.Expr, ...]) -> int:
+        return sum(ir.shortest_length(n, self._shortest_memo) for n in needs)
 
     def _needs_live(self, needs: tuple[ir.Expr, ...], rule: str) -> bool:
         return all(self._live(n, rule) for n in needs)

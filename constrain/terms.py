@@ -88,6 +88,7 @@ class TermStore:
         self._builders: dict[int, Callable[[], int]] = {}
         self._forced: dict[int, int] = {}
         self._shortest_known: dict[int, int] = {}
+        self._lazy_shortest: dict[int, Callable[[], int]] = {}
         self._lazy_live: dict[int, Callable[[], bool]] = {}
         self.max_liveness_search = 200_000
         self.rule_nullable: list[bool] = list(rule_nullable)
@@ -327,15 +328,16 @@ class TermStore:
 
     def lazy(self, key: object, build: Callable[[], int], *, nullable: bool,
              boolean: bool, has_ref: bool, live: Callable[[], bool] | None = None,
-             shortest: int = 0) -> int:
+             shortest: Callable[[], int] | None = None) -> int:
         """A term built by ``build()`` only when its inside is first needed.
 
         ``key`` names the content (equal keys are one term). ``nullable`` and ``has_ref``
         are those of the term ``build`` returns (whether it matches the empty string,
         whether a rule reference occurs inside). Its language must not be empty unless
         ``boolean`` is set; then ``live()`` says whether it is (without building it), or
-        else liveness builds it and looks inside. ``shortest`` estimates the length of its
-        shortest string, which guides the emptiness search (see ``_search_live``).
+        else liveness builds it and looks inside. ``shortest()`` estimates the length of
+        its shortest string, for the emptiness search's order (see ``_search_live``),
+        asked only if a search meets the term.
         """
         full_key = (_LAZY, key)
         found = self._ids.get(full_key)
@@ -345,8 +347,8 @@ class TermStore:
         self._builders[ident] = build
         if live is not None:
             self._lazy_live[ident] = live
-        if shortest:
-            self._shortest_known[ident] = shortest
+        if shortest is not None:
+            self._lazy_shortest[ident] = shortest
         return ident
 
     def force(self, term: int) -> int:
@@ -507,6 +509,8 @@ class TermStore:
             found = max(map(self._shortest, args))  # type: ignore[arg-type]
         elif kind == _NOT:
             found = 1 if self._nullable[args[0]] else 0  # type: ignore[index]
+        elif kind == _LAZY and term in self._lazy_shortest:
+            found = self._lazy_shortest.pop(term)()
         elif kind == _LAZY and term in self._forced:
             found = self._shortest(self._forced[term])
         else:  # the empty string, a reference, a lazy term not built yet
