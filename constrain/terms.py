@@ -437,23 +437,35 @@ class TermStore:
         return result
 
     def _search_live(self, term: int) -> bool:
-        # Best first, not depth first: a depth-first search follows one branch of a
+        # Depth first and best first in turn. Depth first alone follows one branch of a
         # recursion down forever (an object inside an object..., each level a new term)
         # and exhausts the budget where a witness a few bytes long closes everything
-        # (four Github_ultra schemas, minecraft-recipe); a breadth-first one writes every
-        # optional member of an object before the required ones (task.json). The
-        # priority is the cost so far plus a weighed estimate of the bytes still needed
-        # (see _shortest), deeper first among equals, so the search heads for the end; a
-        # step costs more on a byte set with no printable ASCII (inside a multi-byte
-        # character, an escape), so plain text is tried first. Any order is exact: only
-        # the budget depends on it.
+        # (four Github_ultra schemas, minecraft-recipe); breadth first writes every
+        # optional member of an object before the required ones (task.json). Best first
+        # ranks by the cost so far plus a weighed estimate of the bytes still needed (see
+        # _shortest), deeper first among equals, so it heads for the end; a step costs
+        # more on a byte set with no printable ASCII (inside a multi-byte character, an
+        # escape), so plain text is tried first. Where the estimate misleads it (it sees
+        # little through complements), depth first still dives (Github_medium/o65914).
+        # Any order is exact: only the budget depends on it.
         parent = {term: term}
+        cost = {term: 0}
         live = self._live
-        todo = [(_ESTIMATE_WEIGHT * self._shortest(term), 0, 0, term)]
-        pushed = 0
-        while todo:
-            _, deeper, _, t = heapq.heappop(todo)
-            cost = -deeper
+        best = [(_ESTIMATE_WEIGHT * self._shortest(term), 0, 0, term)]
+        deepest = [term]
+        expanded: set[int] = set()
+        turn = 0
+        while best or deepest:
+            # Both orders in turn over one set of terms: each term is expanded once, and a
+            # witness either order finds quickly is found in about twice its time.
+            turn += 1
+            if deepest and (turn & 1 or not best):
+                t = deepest.pop()
+            else:
+                t = heapq.heappop(best)[3]
+            if t in expanded:
+                continue
+            expanded.add(t)
             if self._nullable[t] or live.get(t) or self.derivative(t)[1]:
                 # Every term on the path found leads to an accepting one: remember them all,
                 # so the searches from the states that follow are answered at once.
@@ -465,10 +477,11 @@ class TermStore:
             for bits, nxt in self.derivative(t)[0]:
                 if nxt not in parent and live.get(nxt) is not False:
                     parent[nxt] = t
-                    pushed += 1
-                    step = cost + (1 if bits & _PRINTABLE_ASCII else _OTHER_BYTE_COST)
+                    step = cost[nxt] = cost[t] + (
+                        1 if bits & _PRINTABLE_ASCII else _OTHER_BYTE_COST)
                     guess = step + _ESTIMATE_WEIGHT * self._shortest(nxt)
-                    heapq.heappush(todo, (guess, -step, pushed, nxt))
+                    heapq.heappush(best, (guess, -step, turn, nxt))
+                    deepest.append(nxt)
             if len(parent) > self.max_liveness_search:
                 raise ResourceLimitError(
                     "max_liveness_search", self.max_liveness_search,
