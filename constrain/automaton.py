@@ -122,6 +122,7 @@ class Automaton:
         self._parts_memo: dict[int, tuple[tuple[ir.Expr, ...], bool]] = {}
         self._live_memo: dict[int, tuple[ir.Expr, bool]] = {}
         self._shortest_memo: dict[int, tuple[ir.Expr, int]] = {}
+        self._utf8_memo: dict[int, tuple[ir.Expr, bool]] = {}
         start = _library_start(library, self.options) if library is not None else None
         if start is None:
             self.terms = TermStore(self.options.max_terms, nullable_by_index)
@@ -200,13 +201,18 @@ class Automaton:
         elif isinstance(expr, ir.Repeat):
             result = t.repeat(self._convert(expr.item, rule), expr.min, expr.max)
         elif isinstance(expr, ir.And):
-            items = [self._convert(i, rule) for i in expr.items]
+            # A complement beside an item of valid UTF-8 only (a JSON string's inside)
+            # needs no bound of its own: without it, what follows a byte its language
+            # does not start with is that item's plain term again, shared and looping
+            # (the string of an unlisted key, once off every listed key), instead of a
+            # new intersection at every step.
+            bounded = any(ir.only_utf8(i, self._utf8_memo) for i in expr.items)
+            items = [self._complement(i, rule, bounded) if type(i) is ir.Not
+                     else self._convert(i, rule) for i in expr.items]
             self._forbid_refs(items, "intersection", rule)
             result = t.intersect(items)
         elif isinstance(expr, ir.Not):
-            inner = self._convert(expr.item, rule)
-            self._forbid_refs([inner], "complement", rule)
-            result = t.intersect([t.complement(inner), self.utf8_star()])
+            result = self._complement(expr, rule, False)
         elif isinstance(expr, ir.Ref):
             productive = self._rule_productive[expr.name]
             result = t.ref(self._rule_index[expr.name]) if productive else EMPTYSET
@@ -217,6 +223,14 @@ class Automaton:
         # Holding expr keeps its id from being reused by another node during conversion.
         self._converted[key] = (expr, result)
         return result
+
+    def _complement(self, expr: ir.Not, rule: str, bounded: bool) -> int:
+        """The term of ``expr``: valid UTF-8 strings outside its item, or, when
+        ``bounded`` (an intersection with valid UTF-8 only), all strings outside it."""
+        inner = self._convert(expr.item, rule)
+        self._forbid_refs([inner], "complement", rule)
+        outside = self.terms.complement(inner)
+        return outside if bounded else self.terms.intersect([outside, self.utf8_star()])
 
     def _lazy(self, expr: ir.Lazy, rule: str) -> int:
         needs = expr.needs
@@ -602,6 +616,16 @@ class Automaton:
             return None
         with self._lock:  # it may derive the run's item, which makes terms
             return self.terms.leading_run(self._stack_frames[stack][0])
+
+    def loops_on_multibyte_chars(self, state: int) -> bool:
+        """Whether every multi-byte character leads from ``state`` back to it, as the top
+        of its only stack shows without building the states inside those characters (see
+        :meth:`TermStore.loops_on_multibyte_chars`); False where it does not show it."""
+        config = self._configs[state]
+        if len(config) != 1 or config[0] == EMPTY_STACK:
+            return False
+        with self._lock:  # it may derive, which makes terms
+            return self.terms.loops_on_multibyte_chars(self._stack_frames[config[0]][0])
 
     def bounded_twin(self, state: int, length: int) -> int:
         """A state no string of at most ``length`` bytes tells apart from ``state``

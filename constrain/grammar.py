@@ -58,6 +58,7 @@ __all__ = [
     "children",
     "contents",
     "shortest_length",
+    "only_utf8",
 ]
 
 MAX_CODE_POINT = 0x10FFFF
@@ -380,6 +381,41 @@ def shortest_length(expr: Expr, memo: dict[int, tuple[Expr, int]]) -> int:
             found = max(lengths, default=0)
         else:  # Not, Ref
             found = 0
+        memo[id(node)] = (node, found)
+    return memo[id(expr)][1]
+
+
+def only_utf8(expr: Expr, memo: dict[int, tuple[Expr, bool]]) -> bool:
+    """Whether every string of ``expr`` is valid UTF-8 because of how it is built (from
+    characters, without raw bytes, complements, references or :class:`Lazy` nodes, or an
+    intersection with such an item); ``memo`` as in :func:`shortest_length`.
+
+    A complement is taken within valid UTF-8; intersected with an item that holds nothing
+    else, it needs no such bound of its own.
+
+    >>> only_utf8(star(chars([(0, 0x10FFFF)])), {}), only_utf8(complement(literal("a")), {})
+    (True, False)
+    """
+    stack = [expr]  # a walk, not recursion: front ends build expressions thousands deep
+    while stack:
+        node = stack[-1]
+        if id(node) in memo:
+            stack.pop()
+            continue
+        parts = children(node) if isinstance(node, (Seq, Alt, Repeat, And)) else ()
+        todo = [c for c in parts if id(c) not in memo]
+        if todo:
+            stack.extend(todo)
+            continue
+        stack.pop()
+        if isinstance(node, Chars):
+            found = True
+        elif isinstance(node, And):
+            found = any(memo[id(c)][1] for c in parts)
+        elif isinstance(node, (Seq, Alt, Repeat)):
+            found = all(memo[id(c)][1] for c in parts)
+        else:  # Bytes, Not, Ref, Lazy
+            found = False
         memo[id(node)] = (node, found)
     return memo[id(expr)][1]
 

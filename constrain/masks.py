@@ -621,6 +621,8 @@ class TokenMasks:
     def _utf8_loops_back(self, state: int) -> bool:
         """Whether every multi-byte character leads from ``state`` back to ``state``,
         through one automaton state per UTF-8 decoder state."""
+        if self.automaton.loops_on_multibyte_chars(state):
+            return True  # no rows built for the states inside characters
         image = {UTF8_BOUNDARY: state}
         for source, first, last, target in UTF8_MULTIBYTE_EDGES:
             row = self.automaton.row(image[source])

@@ -82,6 +82,7 @@ class TermStore:
         self._byte_derivatives: dict[tuple[int, int], tuple[int, Refs]] = {}
         self._live: dict[int, bool] = {EMPTYSET: False, EPS: True}
         self._single_chars: dict[int, tuple[int, bool]] = {}
+        self._exact_multibyte: dict[int, bool] = {}
         self._fingerprints: dict[int, int] = {}  # term -> structure id
         self._fingerprint_generation = -1
         self._alphabets: dict[int, int] = {}
@@ -680,20 +681,65 @@ class TermStore:
         for bits, nxt in pieces:
             if self._nullable[nxt]:
                 ascii_bits |= bits & ((1 << 128) - 1)
+        found = (ascii_bits, self._every_multibyte_char(term, exact=False))
+        self._single_chars[term] = found
+        return found
+
+    def loops_on_multibyte_chars(self, term: int) -> bool:
+        """Whether every valid multi-byte UTF-8 character leads from ``term`` back to
+        ``term`` itself, as its form shows without deriving ``term``: ``x*·tail`` where
+        each such character is exactly one ``x`` and ``tail`` needs a first byte that is
+        ASCII. False where the form does not show it (it may still hold).
+
+        A JSON string's inside followed by its quote is such a term in every place a
+        string occurs; deriving each one through every character's bytes would build a
+        state per place and byte.
+
+        >>> store = TermStore()
+        >>> char = store.alt([store.byte_set(range(0x20, 0x7F)),
+        ...                   store.seq(store.byte_set(range(0xC2, 0xE0)), store.byte_set(range(0x80, 0xC0)))])
+        >>> quote = store.byte_set([0x22])
+        >>> store.loops_on_multibyte_chars(store.seq(store.repeat(char, 0, None), quote))
+        False
+        >>> from constrain.utf8 import utf8_byte_ranges
+        >>> every = [store.seq_all(store.byte_set(range(a, b + 1)) for a, b in r)
+        ...          for lo, hi in ((0x80, 0x7FF), (0x800, 0xFFFF), (0x10000, 0x10FFFF))
+        ...          for r in utf8_byte_ranges(lo, hi)]
+        >>> char = store.alt([char, *every])
+        >>> store.loops_on_multibyte_chars(store.seq(store.repeat(char, 0, None), quote))
+        True
+        """
+        counted = self.counted_head(term)
+        if counted is None:
+            return False
+        item, lo, hi, tail = counted
+        if lo or hi is not None or tail == EPS or self._nullable[tail] or not self.is_lexical(item):
+            return False
+        pieces, refs = self.derivative(tail)
+        if refs or any(bits >> 0x80 for bits, _ in pieces):
+            return False
+        found = self._exact_multibyte.get(item)
+        if found is None:
+            found = self._exact_multibyte[item] = self._every_multibyte_char(item, exact=True)
+        return found
+
+    def _every_multibyte_char(self, term: int, exact: bool) -> bool:
+        """Whether every valid multi-byte UTF-8 character matches ``term``, reading the
+        same successor for every byte of a decoder step (one term per UTF-8 decoder
+        state). ``exact``: what is left after a whole character is ``EPS`` and nothing
+        before it can end, so each character is one match and nothing else."""
         image = {0: term}
-        utf8 = True
         for source, first, last, target in UTF8_MULTIBYTE_EDGES:
             wanted = ((1 << (last - first + 1)) - 1) << first
             nxt = next((n for b, n in self.derivative(image[source])[0] if b & wanted == wanted), None)
-            if nxt is None or (target == 0 and not self._nullable[nxt]):
-                utf8 = False
-                break
-            if target and image.setdefault(target, nxt) != nxt:
-                utf8 = False
-                break
-        found = (ascii_bits, utf8)
-        self._single_chars[term] = found
-        return found
+            if nxt is None:
+                return False
+            if target == 0:
+                if not (nxt == EPS if exact else self._nullable[nxt]):
+                    return False
+            elif (exact and self._nullable[nxt]) or image.setdefault(target, nxt) != nxt:
+                return False
+        return True
 
     def derivative(self, term: int) -> Derivative:
         """``(pieces, refs)``: disjoint ``(byte set, successor)`` pairs, and for each rule

@@ -53,6 +53,7 @@ from constrain.grammar import (
     seq,
     star,
 )
+from constrain.regex import parse_regex
 from constrain.vocab import Vocabulary
 
 DEAD = Automaton.DEAD
@@ -379,6 +380,7 @@ BOOLEAN_CASES = {
     "empty-and-after-prefix": alt(seq(literal("a"), intersect(plus(A_), complement(A_STAR))),
                                   literal("ab")),
     "not-of-bytes": complement(Bytes(((0xC3, 0xC3),))),
+    "not-beside-bytes": intersect(star(alt(A_, Bytes(((0xC3, 0xC3),)))), complement(literal("a"))),
 }
 
 
@@ -397,6 +399,37 @@ def test_complement_is_within_valid_utf8() -> None:
     assert not a.matches(b"a")
     for invalid in (b"\xc3", b"\xff", b"\xed\xa0\x80", b"\xc0\x80", b"a\x80"):
         assert not a.matches(invalid), invalid
+
+
+def test_complement_beside_utf8_text_leaves_no_intersection_behind() -> None:
+    """Off its excluded words, "any text but these" is the plain text loop again (the
+    string of an unlisted key): one state wherever it occurs, not an intersection each."""
+    text = star(alt(char_range("a", "z"), literal("é")))
+    a = Automaton(g1(alt(seq(literal("A"), text),
+                         seq(literal("B"), intersect(text, complement(literal("ab")))))))
+    assert a.step_bytes(a.start, b"Az") == a.step_bytes(a.start, b"Bz") != DEAD
+    assert a.step_bytes(a.start, "Aé".encode()) == a.step_bytes(a.start, "Bé".encode())
+    assert [a.matches(s) for s in (b"B", b"Ba", b"Bab", b"Babc", "Bé".encode())] == [
+        True, True, False, True, True]
+    assert not a.matches(b"B\xc3") and not a.matches(b"Ba\xff") and not a.matches(b"BaZ")
+
+
+@pytest.mark.parametrize("pattern, loops", [
+    ('"[^"]*"', True),
+    ('"[^"]*"x', True),
+    ('"(\\\\.|[^"\\\\])*"', True),
+    ('"[^"]*', False),  # what follows is not in the term: it cannot tell
+    ('"[^"]*"?', False),
+    ('"[^"]*(ä|")', False),  # what follows may start with the same bytes
+    ('"[a-zé]*"', False),  # not every character is a copy
+])
+def test_loops_on_multibyte_chars_where_its_term_shows_it(pattern: str, loops: bool) -> None:
+    a = Automaton(g1(parse_regex(pattern)))
+    inside = a.step_bytes(a.start, b'"')
+    assert a.loops_on_multibyte_chars(inside) == loops
+    if loops:  # what it claims: each of them leads back
+        for c in "é€😀\u0800\U00010000\U0010ffff\ufffd":
+            assert a.step_bytes(inside, c.encode()) == inside, c
 
 
 def test_dead_branch_of_intersection_is_not_offered() -> None:
