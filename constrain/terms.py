@@ -83,6 +83,7 @@ class TermStore:
         self._live: dict[int, bool] = {EMPTYSET: False, EPS: True}
         self._single_chars: dict[int, tuple[int, bool]] = {}
         self._exact_multibyte: dict[int, bool] = {}
+        self._unbounded_known: dict[int, bool] = {}
         self._fingerprints: dict[int, int] = {}  # term -> structure id
         self._fingerprint_generation = -1
         self._alphabets: dict[int, int] = {}
@@ -410,7 +411,53 @@ class TermStore:
                 result = lo == 0 or self.is_live(item)  # type: ignore[arg-type]
             self._live[term] = result
             return result
+        if kind == _AND and self._infinite_minus_finite(term):
+            self._live[term] = True
+            return True
         return self._search_live(term)
+
+    def _infinite_minus_finite(self, term: int) -> bool:
+        """Whether the intersection ``term`` is an infinite language less finitely many
+        strings (``x*·tail & ~(k1|k2|...)``: the string of an unlisted key), hence live
+        without a search. Only plain regular parts count: no intersection, complement,
+        reference or lazy term inside them."""
+        kinds, args = self._kind, self._args
+        positive = 0
+        for item in args[term]:
+            inner = args[item][0] if kinds[item] == _NOT else item  # type: ignore[index]
+            if self._boolean_flag[inner] or self._open_flag[inner]:  # type: ignore[index]
+                return False
+            if kinds[item] != _NOT:
+                positive += 1
+                if positive > 1 or not self._unbounded(item):  # type: ignore[arg-type]
+                    return False
+            elif self._unbounded(inner):  # type: ignore[arg-type]
+                return False
+        return positive == 1
+
+    def _unbounded(self, term: int) -> bool:
+        """Whether a repeat with no upper count occurs in ``term`` (memoized). In a term
+        with no intersection or complement every part matches something, so such a term
+        matches infinitely many strings, and one without finitely many."""
+        found = self._unbounded_known.get(term)
+        if found is not None:
+            return found
+        todo = [term]  # post-order without recursion, as in alphabet
+        while todo:
+            t = todo[-1]
+            if t in self._unbounded_known:
+                todo.pop()
+                continue
+            kind, args = self._kind[t], self._args[t]
+            parts = () if kind in (_BYTES, _REF, _LAZY) else args[:1] if kind == _REP else args
+            missing = [p for p in parts if p not in self._unbounded_known]
+            if missing:
+                todo.extend(missing)  # type: ignore[arg-type]
+                continue
+            todo.pop()
+            self._unbounded_known[t] = (kind == _REP and args[2] is None) or any(
+                self._unbounded_known[p] for p in parts)  # type: ignore[index]
+        return self._unbounded_known[term]
 
     def _sequence_is_live(self, term: int) -> bool:
         # Along the right spine in a loop, not by recursion: a long literal next to an

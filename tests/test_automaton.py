@@ -1180,6 +1180,30 @@ def test_bounded_emptiness_check_gives_up_without_forgetting() -> None:
     assert store.is_live_within(a, 0) is True  # no intersection inside: never searched
 
 
+def test_infinite_less_finitely_many_strings_is_live_without_a_search() -> None:
+    """``a+ & ~(aa|aaa)`` is live however its search would go: an infinite language less
+    a finite one (the string of an unlisted key) is decided from the terms' form. What
+    the form does not show is still searched: a finite language less one of its own
+    strings, an infinite language less an infinite one."""
+    from constrain.terms import TermStore
+
+    store = TermStore()
+    a = store.byte_set([ord("a")])
+    aa, aaa = store.seq(a, a), store.seq_all([a, a, a])
+    store.max_liveness_search = 0  # a search would fail at once
+    assert store.is_live(store.intersect([store.repeat(a, 1, None),
+                                          store.complement(store.alt([aa, aaa]))]))
+    for unknown in (store.intersect([aa, store.complement(aa)]),
+                    store.intersect([store.repeat(a, 1, None),
+                                     store.complement(store.repeat(a, 0, None))])):
+        with pytest.raises(ResourceLimitError):
+            store.is_live(unknown)
+    store.max_liveness_search = 1000
+    assert not store.is_live(store.intersect([aa, store.complement(aa)]))
+    assert not store.is_live(store.intersect([store.repeat(a, 1, None),
+                                              store.complement(store.repeat(a, 0, None))]))
+
+
 def test_a_dropped_automaton_is_freed_without_the_garbage_collector() -> None:
     """Lazy terms' callbacks must not hold their automaton: a cycle would leave every
     dropped constraint (terms, derivatives, rows) to the collector's full passes."""
