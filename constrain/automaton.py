@@ -206,7 +206,8 @@ class Automaton:
             # does not start with is that item's plain term again, shared and looping
             # (the string of an unlisted key, once off every listed key), instead of a
             # new intersection at every step.
-            bounded = any(ir.only_utf8(i, self._utf8_memo) for i in expr.items)
+            bounded = any(type(i) is ir.Not for i in expr.items) and any(
+                ir.only_utf8(i, self._utf8_memo) for i in expr.items)
             items = [self._complement(i, rule, bounded) if type(i) is ir.Not
                      else self._convert(i, rule) for i in expr.items]
             self._forbid_refs(items, "intersection", rule)
