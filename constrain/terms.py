@@ -879,10 +879,14 @@ class TermStore:
         key = (term, byte)
         found = self._byte_derivatives.get(key)
         if found is None:
-            nxt, refs = self._derive_byte(term, byte)
-            found = self._byte_derivatives[key] = (
-                nxt, refs if type(refs) is tuple else tuple(refs.items()),  # type: ignore[union-attr]
-            )
+            whole = self._derivatives.get(term)
+            if whole is not None:  # a row of some state had it derived: read the piece
+                bit = 1 << byte
+                found = (next((n for bits, n in whole[0] if bits & bit), EMPTYSET), whole[1])
+            else:
+                nxt, refs = self._derive_byte(term, byte)
+                found = (nxt, refs if type(refs) is tuple else tuple(refs.items()))  # type: ignore[union-attr]
+            self._byte_derivatives[key] = found
         return found
 
     def _derive_byte(self, term: int, byte: int) -> tuple[int, dict[int, int] | Refs]:
