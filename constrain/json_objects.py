@@ -61,6 +61,7 @@ from .grammar import (
     complement,
     intersect,
     literal,
+    prefix_tree,
     repeat,
     seq,
     star,
@@ -447,7 +448,10 @@ def key_region(syn: JsonSyntax, listed: Sequence[str], matched: Sequence[Expr],
     decoded: list[Expr] = list(matched)
     decoded.extend(complement(u) for u in unmatched)
     if listed:
-        decoded.append(complement(alt(*(literal(k) for k in listed))))
+        # As a tree of shared prefixes: the complement's derivative then follows the
+        # keys that start with what was read, not every listed key at every byte.
+        decoded.append(complement(prefix_tree([(k, EMPTY) for k in sorted(set(listed))],
+                                              literal)))
     if not decoded:
         return syn.string
     everything = repeat(ANY_CHAR, 0, None)

@@ -144,6 +144,11 @@ CASES: list[tuple[str, Any, list[Any]]] = [
         "required": ["k0", "k1"], "additionalProperties": False, "minProperties": 12},
      [{f"k{i}": i for i in range(12)}, {f"k{i}": i for i in range(11)},
       {f"k{i}": i for i in range(2, 14)}, {f"k{i}": i for i in range(14)}]),
+    ("unlisted-keys-beside-shared-prefixes", {
+        "properties": {k: {"type": "integer"} for k in ("ab", "abc", "b", "é")},
+        "additionalProperties": {"type": "string"}},
+     [{"a": "x"}, {"ab": "x"}, {"ab": 1, "abc": 2}, {"abcd": "x"}, {"abc": "x"}, {"é": "x"},
+      {"éé": "x"}, {"": "x"}, {"b": 1, "bb": "y"}, {"e": "x"}, {"ab": 1, "a": 2}]),
     ("minProperties-free-form", {"type": "object", "minProperties": 2},
      [{}, {"a": 1}, {"a": {}, "b": [1]}, {"a": 1, "b": 2, "c": {"d": None}}]),
     ("maxProperties-listed-and-extra", {"properties": {"a": {}, "b": {"type": "string"}},
