@@ -82,18 +82,23 @@ class Scalars:
         return (exprs[0] if len(exprs) == 1 else intersect(*exprs)), False
 
     def _numbers(self, integer: bool, multiple: Any, bounds: dict[str, Any]) -> Expr:
-        if not integer:
-            return number_expr(multiple_of=multiple, **bounds)
-        ints = integer_expr(multiple_of=multiple, **bounds)
-        if not self.c.dialect.integer_floats:
-            return ints
-        # Since draft 6 an integral float is an integer. json_numbers' complete set of such
-        # spellings derives slowly (one alternative per exponent); this subset holds every
-        # float json.dumps writes for an integral value (``3.0``, ``1e+16``).
-        if multiple is None and bounds["minimum"] is None and bounds["maximum"] is None:
-            return alt(ints, _integral_floats())  # no intersection: no emptiness searches
-        return alt(ints, intersect(number_expr(multiple_of=multiple, **bounds),
-                                   _integral_floats()))
+        # The same few languages recur in every schema (an integer, a number, a count
+        # from 0): built once per process (IR nodes are immutable). Values keep their
+        # type in the key: an int and a float of equal value can spell different
+        # languages (a float multipleOf is taken at float precision).
+        floats = self.c.dialect.integer_floats
+        key = (integer, floats, type(multiple).__name__, multiple,
+               *((name, type(v).__name__, v) for name, v in sorted(bounds.items())))
+        try:
+            found = _NUMBER_LANGUAGES.get(key)
+        except TypeError:  # an unhashable value: nothing to share
+            return _number_language(integer, floats, multiple, bounds)
+        if found is None:
+            found = _number_language(integer, floats, multiple, bounds)
+            if len(_NUMBER_LANGUAGES) >= 1024:
+                _NUMBER_LANGUAGES.clear()
+            _NUMBER_LANGUAGES[key] = found
+        return found
 
     def string(self, flat: list[Node], negative: bool) -> Expr:
         low = max((n.get("minLength", 0) for n in flat), default=0)
@@ -174,6 +179,25 @@ class Scalars:
                 return seq(anything, literal("@"), anything)
             return None
         return expr
+
+
+_NUMBER_LANGUAGES: dict[tuple[Any, ...], Expr] = {}
+
+
+def _number_language(integer: bool, integer_floats: bool, multiple: Any,
+                     bounds: dict[str, Any]) -> Expr:
+    if not integer:
+        return number_expr(multiple_of=multiple, **bounds)
+    ints = integer_expr(multiple_of=multiple, **bounds)
+    if not integer_floats:
+        return ints
+    # Since draft 6 an integral float is an integer. json_numbers' complete set of such
+    # spellings derives slowly (one alternative per exponent); this subset holds every
+    # float json.dumps writes for an integral value (``3.0``, ``1e+16``).
+    if multiple is None and bounds["minimum"] is None and bounds["maximum"] is None:
+        return alt(ints, _integral_floats())  # no intersection: no emptiness searches
+    return alt(ints, intersect(number_expr(multiple_of=multiple, **bounds),
+                               _integral_floats()))
 
 
 _INTEGRAL_FLOATS: list[Expr] = []
