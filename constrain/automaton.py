@@ -790,6 +790,26 @@ class Automaton:
             stacks = {self._push(rest, m) for m in members}
             return [self._intern((s,)) for s in stacks - {DEAD_STACK}]
 
+    def excluded_words(self, state: int) -> tuple[int, int, int] | None:
+        """For a state that is one term ``(x* & ~K)·tail`` and nothing after it (see
+        :meth:`TermStore.excluded_words`): the states of ``x*·tail``, ``K`` and
+        ``tail``, whose tokens make its own; ``None`` for any other state."""
+        config = self._configs[state]
+        if len(config) != 1 or config[0] == EMPTY_STACK:
+            return None
+        top, rest = self._stack_frames[config[0]]
+        if rest != EMPTY_STACK:
+            return None
+        with self._lock:
+            found = self.terms.excluded_words(top)
+            if found is None:
+                return None
+            stacks = [self._push(EMPTY_STACK, term) for term in found]
+            if DEAD_STACK in stacks:
+                return None
+            free, excluded, tail = (self._intern((stack,)) for stack in stacks)
+            return free, excluded, tail
+
     def head_split(self, state: int) -> HeadSplit | None:
         """A head state and a tail (made on request) whose concatenation is ``state``'s
         language, so that every token either stays inside the head or finishes it and goes

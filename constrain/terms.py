@@ -435,6 +435,44 @@ class TermStore:
                 return False
         return positive == 1
 
+    def excluded_words(self, term: int) -> tuple[int, int, int] | None:
+        """For ``(x* & ~K)·tail``, with ``K`` finite, plain and free of the bytes ``tail``
+        starts with, and those bytes outside what ``x`` starts with (an unlisted key's
+        string, then its quote): ``(x*·tail, K, tail)``; else ``None``.
+
+        A string of ``term`` leaves ``x*`` at the first byte ``tail`` starts with, so a
+        text read from ``term`` is one read from ``x*·tail`` whose part before that
+        byte is not in ``K``: a token allowed from ``x*·tail`` is refused from ``term``
+        exactly when it reads a string of ``K`` and goes on in ``tail`` (see
+        :meth:`~constrain.masks.TokenMasks._excluded_plan`).
+        """
+        if self._kind[term] != _SEQ:
+            return None
+        head, tail = self._args[term]  # type: ignore[misc]
+        if self._kind[head] != _AND or len(self._args[head]) != 2 or self._nullable[tail]:
+            return None
+        loop, other = self._args[head]  # type: ignore[misc]
+        if self._kind[loop] == _NOT:
+            loop, other = other, loop
+        if self._kind[other] != _NOT or not self.unbounded_loop(loop):
+            return None
+        excluded = self._args[other][0]
+        if self._args[loop][1] or any(self._boolean_flag[t] or self._open_flag[t]  # type: ignore[index]
+                                      for t in (loop, excluded, tail)):
+            return None
+        if self._unbounded(excluded):  # type: ignore[arg-type]
+            return None
+        pieces, refs = self.derivative(tail)
+        starts = 0
+        for bits, _ in pieces:
+            starts |= bits
+        loop_starts = 0
+        for bits, _ in self.derivative(loop)[0]:
+            loop_starts |= bits
+        if refs or starts & (loop_starts | self.alphabet(excluded)):  # type: ignore[arg-type]
+            return None
+        return self.seq(loop, tail), excluded, tail  # type: ignore[return-value]
+
     def _unbounded(self, term: int) -> bool:
         """Whether a repeat with no upper count occurs in ``term`` (memoized). In a term
         with no intersection or complement every part matches something, so such a term
@@ -643,6 +681,10 @@ class TermStore:
         if not ascii_bits:
             return None
         return ascii_bits, utf8, (1 << 30) if hi is None else hi
+
+    def unbounded_loop(self, term: int) -> bool:
+        """Whether ``term`` is ``x{lo,}``: a repeat with no upper count."""
+        return self._kind[term] == _REP and self._args[term][2] is None
 
     def with_counts_at_most(self, term: int, most: int) -> int:
         """``term`` with the counts of a leading ``x{lo,hi}`` lowered to ``most`` where they

@@ -596,3 +596,41 @@ def test_kernel_refuses_a_state_outside_the_row_table() -> None:
         masks._walk.seeded(automaton.table, masks._loop_arrays(), np.array([0]), beyond, words)
     with pytest.raises(IndexError):
         masks._walk.start(automaton.table, masks._loop_arrays(), beyond, words)
+
+
+def test_unlisted_key_masks_from_the_free_string_equal_brute_force(
+        qwen_slice: Vocabulary, monkeypatch: pytest.MonkeyPatch) -> None:
+    """The head of an unlisted key (any string but the listed keys, then its quote) takes
+    its tokens from the free string's head less those that close a listed key: each mask
+    is still the one brute force gives, keys sharing prefixes, escaped and non-ASCII
+    spellings included."""
+    from constrain.json_schema import schema_to_grammar
+
+    if not walk_kernel.available():
+        pytest.skip("plans are made with the compiled kernel (numba not installed)")
+    composed: list[int] = []
+    excluded = TokenMasks._excluded_plan
+
+    def spying(self: TokenMasks, state: int, with_exits: bool) -> Any:
+        found = excluded(self, state, with_exits)
+        if found is not None:
+            composed.append(state)
+        return found
+
+    monkeypatch.setattr(TokenMasks, "_excluded_plan", spying)
+    pieces = [b'"', b'{"', b"n", b"na", b"name", b'name"', b'name":', b'name": "', b"names",
+              b'names"', b"a", b"ab", b'ab"', b'abc"', b'abcd"', b'"}', b'":', b'": 1',
+              "é".encode(), 'é"'.encode(), "éé".encode(), b"\\u00", b"\\u0061", b'\\u0061b"',
+              b'x"', b'x":', b"\\", b'\\"', b'"a', b'"ab"', b' "', b'", "']
+    table = [*(t for t in qwen_slice.token_bytes if t is not None), *pieces]
+    table = list(dict.fromkeys(table))
+    vocab = Vocabulary.from_token_bytes([*table, None], eos_token_ids=[len(table)])
+    schema = {"type": "object", "additionalProperties": {"type": "integer"},
+              "properties": {k: {"type": "string"} for k in ("name", "ab", "abc", "é")}}
+    automaton = Automaton(schema_to_grammar(schema))
+    states = [automaton.step_bytes(automaton.start, prefix.encode()) for prefix in (
+        '{', '{"', '{"n', '{"na', '{"name', '{"a', '{"ab', '{"é', '{"x', '{"ab": "v", "',
+        '{"ab": "v", "ab')]
+    assert Automaton.DEAD not in states
+    assert_masks_match(automaton, vocab, states, True)
+    assert composed, "no unlisted key's head was made from the free string's"
