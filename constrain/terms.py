@@ -84,6 +84,7 @@ class TermStore:
         self._single_chars: dict[int, tuple[int, bool]] = {}
         self._exact_multibyte: dict[int, bool] = {}
         self._unbounded_known: dict[int, bool] = {}
+        self._copy_dfas: dict[int, list[list[tuple[int, int]]] | None] = {}
         self._fingerprints: dict[int, int] = {}  # term -> structure id
         self._fingerprint_generation = -1
         self._alphabets: dict[int, int] = {}
@@ -471,7 +472,44 @@ class TermStore:
             loop_starts |= bits
         if refs or starts & (loop_starts | self.alphabet(excluded)):  # type: ignore[arg-type]
             return None
+        if not self._copies_hold(excluded, self._args[loop][0]):  # type: ignore[arg-type]
+            return None
         return self.seq(loop, tail), excluded, tail  # type: ignore[return-value]
+
+    def _copies_hold(self, strings: int, item: int, limit: int = 4096) -> bool:
+        """Whether every string of the finite plain term ``strings`` is whole copies of
+        ``item``, and ``item`` is a prefix code (no copy goes on past another's end), so
+        that where a copy ends in a text is fixed by the text: then a token read from
+        ``item*`` crosses into what follows exactly where it would from ``strings``
+        (see :meth:`excluded_words`). Read through the DFA of ``item*``, at most
+        ``limit`` pairs of a term and a DFA state."""
+        copies = self._copy_dfas.get(item, False)
+        if copies is False:
+            copies = self._copy_dfas[item] = self.copy_automaton(item)
+        if copies is None:
+            return False
+        todo = [(strings, 0)]
+        seen = set(todo)
+        while todo:
+            term, state = todo.pop()
+            if self._nullable[term] and state != 0:
+                return False  # it ends inside a copy
+            pieces, refs = self.derivative(term)
+            if refs:
+                return False
+            for bits, nxt in pieces:
+                for copy_bits, copy_next in copies[state]:
+                    if bits & copy_bits:
+                        pair = (nxt, copy_next)
+                        if pair not in seen:
+                            seen.add(pair)
+                            todo.append(pair)
+                        bits &= ~copy_bits
+                if bits:
+                    return False  # a byte no copy takes here
+            if len(seen) > limit:
+                return False
+        return True
 
     def _unbounded(self, term: int) -> bool:
         """Whether a repeat with no upper count occurs in ``term`` (memoized). In a term

@@ -17,7 +17,9 @@ from byte_vocab_layout import BYTE_VOCAB_EOS
 
 from constrain import walk_kernel
 from constrain.automaton import Automaton
-from constrain.grammar import Bytes, Grammar, alt, literal, optional, ref, seq, star
+from constrain.grammar import (
+    Bytes, Grammar, alt, complement, intersect, literal, optional, ref, seq, star,
+)
 from constrain.masks import TokenMasks, mask_words
 from constrain.regex import parse_regex
 from constrain.vocab import Vocabulary
@@ -634,3 +636,22 @@ def test_unlisted_key_masks_from_the_free_string_equal_brute_force(
     assert Automaton.DEAD not in states
     assert_masks_match(automaton, vocab, states, True)
     assert composed, "no unlisted key's head was made from the free string's"
+
+
+def test_excluded_words_need_copies_whose_ends_the_text_fixes() -> None:
+    """``(x* & ~K)·tail`` takes its tokens from ``x*·tail`` less those that read ``K``
+    then ``tail`` only where the text fixes where a copy of ``x`` ends. With ``x = a|ab``
+    it does not: ``ab`` reads ``a`` (in ``K``) then the tail's ``b``, but it is also one
+    copy, and ``abb`` is in the language. Masks stay those brute force gives."""
+    vocab = Vocabulary.from_token_bytes([b"a", b"b", b"ab", b"abb", b"c", None],
+                                        eos_token_ids=[5])
+    copies = star(alt(literal("a"), literal("ab")))
+    for excluded in (literal("a"), literal("ac")):  # ambiguous copies; a string outside x*
+        automaton = Automaton(Grammar({
+            "s": seq(intersect(copies, complement(excluded)), literal("b"), ref("r")),
+            "r": literal("c")}, "s"))
+        masks = TokenMasks(automaton, vocab)
+        split = automaton.head_split(automaton.start)
+        assert split is not None and automaton.excluded_words(split.head) is None
+        assert_masks_match(automaton, vocab, [automaton.start], True)
+        assert 2 in masks.allowed_token_ids(automaton.start).tolist()  # "ab"
