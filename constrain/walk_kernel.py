@@ -184,8 +184,10 @@ class TrieWalk:
             )
         stack_nodes, stack_states, pending_nodes, pending_states, exit_nodes = buffers
         # The kernel does not check bounds: a stale row table would be read outside (a
-        # crash, not an error), so the states it starts from are checked here.
-        if state >= len(rows) or (count and int(stack_states[:count].max()) >= len(rows)):
+        # crash, not an error), so the states it starts from are checked here. Resumed
+        # pairs are the kernel's own, read from rows of a table that only grows.
+        if state >= len(rows) or (count and not flip
+                                  and int(stack_states[:count].max()) >= len(rows)):
             raise IndexError("trie walk started from a state the row table does not hold")
         if exits is None:
             accepting, n_exits = _NO_ACCEPTING, -1
