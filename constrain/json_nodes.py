@@ -61,6 +61,7 @@ class Dialect:
             meta.get("$id") or meta.get("id") or meta.get("$schema", ""))
         self._validator: Any = None
         self._stripped: dict[Any, dict[str, Any]] = {}
+        self._type_only: dict[Any, tuple[str, ...] | None] = {}
 
     @classmethod
     def for_schema(cls, schema: Any, default: Any = Draft202012Validator) -> Dialect:
@@ -99,6 +100,14 @@ class Dialect:
         if self._validator is None:  # pragma: no cover - root() is always called first
             raise RuntimeError("Dialect.root() must be called first")
         schema = node.schema
+        if isinstance(schema, dict):
+            types = self._only_types(node)
+            if types is not None:
+                # Nothing but ``type`` asserts (an enum's own ``{"type": "string"}``): asked
+                # of jsonschema's own type checker, without a validator made per value
+                # (~40 µs each, a tenth of a small schema's compile).
+                checker = self._validator.TYPE_CHECKER
+                return not types or any(checker.is_type(instance, t) for t in types)
         if node.skip and isinstance(schema, dict):
             # Keywords a combinator split handled are not part of this node any more.
             key = node.key
@@ -108,6 +117,25 @@ class Dialect:
                 self._stripped[key] = schema
         validator = self._validator.evolve(schema=schema, _resolver=node.resolver)
         return bool(validator.is_valid(instance))
+
+    def _only_types(self, node: Node) -> tuple[str, ...] | None:
+        """The type names of a dict schema node whose only asserting keyword is ``type``
+        (``()`` when none asserts); ``None`` when any other keyword asserts (memoized)."""
+        key = node.key
+        found = self._type_only.get(key, False)
+        if found is False:
+            asserting = [k for k in node.schema if k in self.keywords and k not in node.skip]
+            found = None
+            if not asserting:
+                found = ()
+            elif asserting == ["type"]:
+                declared = node.schema["type"]
+                if isinstance(declared, str):
+                    found = (declared,)
+                elif isinstance(declared, list) and all(isinstance(t, str) for t in declared):
+                    found = tuple(declared)
+            self._type_only[key] = found
+        return found
 
 
 _rust_meta: Any = None  # jsonschema_rs.meta once imported; False when not installed

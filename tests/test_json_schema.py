@@ -65,6 +65,20 @@ CASES: list[tuple[str, Any, list[Any]]] = [
      ["a", "bb", "ccc"]),
     ("enum-draft4-integer", {"$schema": D4, "enum": [1, 2.5], "type": "integer"},
      [1, 1.0, 2.5]),
+    # enum values filtered by a sibling or an allOf part that asserts only its type
+    # (checked without a validator per value) or more (through jsonschema)
+    ("enum-type-list-annotated", {"enum": [1, 1.0, "1", True, None, 2.5, [1]],
+                                   "type": ["integer", "null"], "description": "d"},
+     [1, 1.0, "1", True, None, 2.5, [1]]),
+    ("enum-draft7-integer-floats", {"$schema": D7, "enum": [3, 3.0, 3.5, False],
+                                    "type": "integer", "title": "t"},
+     [3, 3.0, 3.5, False, 0]),
+    ("enum-allof-type-parts", {"enum": ["a", 2, {"k": 1}, ["x"]],
+                               "allOf": [{"type": ["string", "object"]}, {"title": "x"}]},
+     ["a", 2, {"k": 1}, ["x"]]),
+    ("enum-format-sibling", {"enum": ["2024-01-31", "2024-02-31", 7],
+                             "type": ["string", "integer"], "format": "date"},
+     ["2024-01-31", "2024-02-31", 7]),
     # strings
     ("minLength-code-points", {"type": "string", "minLength": 2, "maxLength": 3},
      ["a", "ab", "abc", "abcd", "😀😀", "é", "\u00e9\u00e9\u00e9"]),
