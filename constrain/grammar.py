@@ -82,58 +82,74 @@ def normalize_ranges(ranges: Iterable[tuple[int, int]]) -> Ranges:
     return tuple(out)
 
 
-def _know_contents(node: Expr, parts: tuple[Expr, ...], boolean: bool) -> None:
+def _contents_of(parts: tuple[Any, ...], boolean: bool) -> tuple[bool, bool] | None:
     # Built bottom-up, a node learns its contents from its parts at once; a part that does
     # not know them (not an expression) leaves it to contents(), which reports it.
     has_ref = False
     for part in parts:
         found = getattr(part, "_contents", None)
         if found is None:
-            return
+            return None
         boolean = boolean or found[0]
         has_ref = has_ref or found[1]
-    object.__setattr__(node, "_contents", (boolean, has_ref))
+    return (boolean, has_ref)
 
 
-@dataclass(frozen=True, slots=True, eq=False)
+# The nodes are frozen dataclasses with __init__ written out: the generated one, then
+# __post_init__, cost ~2x as much, and a schema's compile makes thousands of nodes.
+_set_field = object.__setattr__
+_PLAIN = (False, False)
+
+
+@dataclass(frozen=True, slots=True, eq=False, init=False)
 class Chars:
     """One character from a set of Unicode code points (inclusive ranges, surrogates excluded)."""
 
     ranges: Ranges
-    _contents: tuple[bool, bool] | None = field(default=(False, False), init=False, repr=False)
+    _contents: tuple[bool, bool] | None = field(default=_PLAIN, init=False, repr=False)
+
+    def __init__(self, ranges: Ranges) -> None:
+        _set_field(self, "ranges", ranges)
+        _set_field(self, "_contents", _PLAIN)
 
 
-@dataclass(frozen=True, slots=True, eq=False)
+@dataclass(frozen=True, slots=True, eq=False, init=False)
 class Bytes:
     """One raw byte from a set of byte values (inclusive ranges within 0..255)."""
 
     ranges: Ranges
-    _contents: tuple[bool, bool] | None = field(default=(False, False), init=False, repr=False)
+    _contents: tuple[bool, bool] | None = field(default=_PLAIN, init=False, repr=False)
+
+    def __init__(self, ranges: Ranges) -> None:
+        _set_field(self, "ranges", ranges)
+        _set_field(self, "_contents", _PLAIN)
 
 
-@dataclass(frozen=True, slots=True, eq=False)
+@dataclass(frozen=True, slots=True, eq=False, init=False)
 class Seq:
     """Concatenation; ``Seq(())`` is the empty string."""
 
     items: tuple[Expr, ...]
     _contents: tuple[bool, bool] | None = field(default=None, init=False, repr=False)
 
-    def __post_init__(self) -> None:
-        _know_contents(self, self.items, False)
+    def __init__(self, items: tuple[Expr, ...]) -> None:
+        _set_field(self, "items", items)
+        _set_field(self, "_contents", _contents_of(items, False))
 
 
-@dataclass(frozen=True, slots=True, eq=False)
+@dataclass(frozen=True, slots=True, eq=False, init=False)
 class Alt:
     """Union; ``Alt(())`` is the empty language."""
 
     items: tuple[Expr, ...]
     _contents: tuple[bool, bool] | None = field(default=None, init=False, repr=False)
 
-    def __post_init__(self) -> None:
-        _know_contents(self, self.items, False)
+    def __init__(self, items: tuple[Expr, ...]) -> None:
+        _set_field(self, "items", items)
+        _set_field(self, "_contents", _contents_of(items, False))
 
 
-@dataclass(frozen=True, slots=True, eq=False)
+@dataclass(frozen=True, slots=True, eq=False, init=False)
 class Repeat:
     """``item`` repeated between ``min`` and ``max`` times (``max=None``: unbounded)."""
 
@@ -142,30 +158,35 @@ class Repeat:
     max: int | None
     _contents: tuple[bool, bool] | None = field(default=None, init=False, repr=False)
 
-    def __post_init__(self) -> None:
-        _know_contents(self, (self.item,), False)
+    def __init__(self, item: Expr, min: int, max: int | None) -> None:
+        _set_field(self, "item", item)
+        _set_field(self, "min", min)
+        _set_field(self, "max", max)
+        _set_field(self, "_contents", _contents_of((item,), False))
 
 
-@dataclass(frozen=True, slots=True, eq=False)
+@dataclass(frozen=True, slots=True, eq=False, init=False)
 class And:
     """Intersection of the items' languages (no references inside)."""
 
     items: tuple[Expr, ...]
     _contents: tuple[bool, bool] | None = field(default=None, init=False, repr=False)
 
-    def __post_init__(self) -> None:
-        _know_contents(self, self.items, True)
+    def __init__(self, items: tuple[Expr, ...]) -> None:
+        _set_field(self, "items", items)
+        _set_field(self, "_contents", _contents_of(items, True))
 
 
-@dataclass(frozen=True, slots=True, eq=False)
+@dataclass(frozen=True, slots=True, eq=False, init=False)
 class Not:
     """Complement of ``item`` within all *valid UTF-8* strings (no references inside)."""
 
     item: Expr
     _contents: tuple[bool, bool] | None = field(default=None, init=False, repr=False)
 
-    def __post_init__(self) -> None:
-        _know_contents(self, (self.item,), True)
+    def __init__(self, item: Expr) -> None:
+        _set_field(self, "item", item)
+        _set_field(self, "_contents", _contents_of((item,), True))
 
 
 @dataclass(frozen=True, slots=True, eq=False)
@@ -209,12 +230,14 @@ class Lazy:
     _contents: tuple[bool, bool] | None = field(default=None, init=False, repr=False)
 
     def __post_init__(self) -> None:
-        _know_contents(self, self.parts, False)
+        _set_field(self, "_contents", _contents_of(self.parts, False))
 
 
 Expr = Union[Chars, Bytes, Seq, Alt, Repeat, And, Not, Ref, Lazy]
 
 _EXPR_TYPES = (Chars, Bytes, Seq, Alt, Repeat, And, Not, Ref, Lazy)
+
+_ASCII_CHARS = tuple(Chars(((code, code),)) for code in range(128))
 
 EMPTY: Expr = Seq(())
 NOTHING: Expr = Alt(())
@@ -458,8 +481,14 @@ def literal(text: str) -> Expr:
     Seq(items=(Chars(ranges=((97, 97),)), Chars(ranges=((98, 98),))))
     """
     if len(text) == 1:
-        return Chars(((ord(text), ord(text)),))
-    return Seq(tuple(Chars(((ord(c), ord(c)),)) for c in text))
+        return _char(ord(text))
+    return Seq(tuple(map(_char, map(ord, text))))
+
+
+def _char(code: int) -> Chars:
+    # Nodes are immutable, so a literal's ASCII characters are shared (keys and enum
+    # values are mostly ASCII text: one node each instead of one per occurrence).
+    return _ASCII_CHARS[code] if code < 128 else Chars(((code, code),))
 
 
 def byte_literal(data: bytes) -> Expr:
