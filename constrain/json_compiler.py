@@ -74,6 +74,7 @@ if TYPE_CHECKING:
 
 __all__ = ["SUPPORTED_KEYWORDS", "Compiler"]
 
+_REF_AND_ALL_OF = frozenset({"$ref", "allOf"})
 SUPPORTED_KEYWORDS = frozenset({
     "type", "enum", "const", "$ref", "allOf", "anyOf", "oneOf", "not", "if", "then", "else",
     "properties", "required", "additionalProperties", "patternProperties", "propertyNames",
@@ -253,8 +254,9 @@ class Compiler:
                 return False
             if legacy and "$ref" in schema and "$ref" not in node.skip:
                 return visit(node.resolve(schema["$ref"]))
-            if any(k in keywords and k not in node.skip and k not in ("$ref", "allOf")
-                   for k in schema):
+            # Set operations over the schema's keys at C speed: annotations (title,
+            # description...) are most of the keys a schema has.
+            if keywords.intersection(schema).difference(node.skip, _REF_AND_ALL_OF):
                 # Marked as expanded, so flattening a list that holds it again (after a
                 # combinator split) does not bring back the parts split off.
                 out.append(node.without("$ref", "allOf"))
@@ -279,9 +281,12 @@ class Compiler:
     # -- one list ----------------------------------------------------------------------
 
     def _compile(self, flat: list[Node], negative: bool) -> Typed:
+        keywords = self.dialect.keywords
         for n in flat:
-            for k in n.schema:
-                if k in self.dialect.keywords and k not in n.skip and k not in SUPPORTED_KEYWORDS:
+            if not keywords.intersection(n.schema).difference(n.skip, SUPPORTED_KEYWORDS):
+                continue
+            for k in n.schema:  # in the schema's order: the first is the one refused
+                if k in keywords and k not in n.skip and k not in SUPPORTED_KEYWORDS:
                     # If this returns (lenient, or negative position) nothing below reads k.
                     self.refuse(k, f"{n.pointer}/{k}", "this keyword is not supported", negative)
         if not flat:
