@@ -205,9 +205,7 @@ class CountedRuns:
         # The loop state of each run (item, stack below, tail), None where not served.
         self._loops: dict[tuple[int, int, int], int | None] = {}
         self._masks: dict[tuple[int, int, int, bool], np.ndarray] = {}
-        self._eos = np.zeros(self._words * 32, dtype=bool)
-        self._eos[sorted(vocab.eos_token_ids)] = True
-        self._eos_words = np.packbits(self._eos, bitorder="little").view(np.int32)
+        self._eos_words: np.ndarray | None = None  # made when a run is first served
 
     def lookup(self, state: int) -> Served | None:
         """The run ``state`` is in, where the shortcut is exact for it and worth it
@@ -241,6 +239,10 @@ class CountedRuns:
         key = (served.loop, least, most, accepting)
         found = self._masks.get(key)
         if found is None:
+            if self._eos_words is None:
+                eos = np.zeros(self._words * 32, dtype=bool)
+                eos[sorted(self._vocab.eos_token_ids)] = True
+                self._eos_words = np.packbits(eos, bitorder="little").view(np.int32)
             words = loop_mask & ~self._eos_words
             for allowed in (profile.at_most(most), profile.leaving_after(least)):
                 if allowed is not None:
