@@ -160,6 +160,7 @@ class Automaton:
         # The distinct live successors of each built row, as it was built (build_all walks
         # them; reading them back from a 256-entry row costs more than the row took).
         self._successors: dict[int, tuple[int, ...]] = {}
+        self._head_splits: dict[int, HeadSplit | None] = {}
         self._rows[self.DEAD] = self.DEAD
         self._accepting = np.zeros(64, dtype=bool)
         start_rule = self._rule_index[grammar.start]
@@ -376,7 +377,9 @@ class Automaton:
             grow = len(self._rows)
             self._rows = np.concatenate([self._rows, np.full((grow, 256), -1, np.int32)])
             self._accepting = np.concatenate([self._accepting, np.zeros(grow, bool)])
-        self._accepting[ident] = any(self._stack_can_end_flags[s] for s in config)
+        flags = self._stack_can_end_flags
+        self._accepting[ident] = (flags[config[0]] if len(config) == 1
+                                  else any(flags[s] for s in config))
         return ident
 
     def _stack_pieces(self, stack: Stack, out: list[tuple[int, Stack]],
@@ -506,6 +509,12 @@ class Automaton:
     def rows_for(self, states: np.ndarray) -> np.ndarray:
         """The full row table, after making sure every state in ``states`` has its row."""
         table = self._rows
+        if len(states) == 1:  # the usual case: no numpy calls for one state
+            state = int(states[0])
+            if table.item(state, 0) < 0:
+                self._compute_row(state)
+                table = self._rows
+            return table
         missing = states[table[states, 0] < 0]
         if len(missing):
             for s in set(missing.tolist()):
@@ -823,8 +832,15 @@ class Automaton:
         it occurs (the same key in objects that have written different members so far, a
         member inside different callers), so what a walk learns inside it is shared.
         ``None`` where there is nothing to split (several stacks, no tail, or an empty
-        head with structure in it).
+        head with structure in it). Memoized: a state's plan is asked for once, but its
+        plan from each source a walk reaches it from asks again.
         """
+        if state in self._head_splits:
+            return self._head_splits[state]
+        found = self._head_splits[state] = self._split_head(state)
+        return found
+
+    def _split_head(self, state: int) -> HeadSplit | None:
         config = self._configs[state]
         if len(config) != 1:
             return None
