@@ -160,7 +160,6 @@ class Automaton:
         # The distinct live successors of each built row, as it was built (build_all walks
         # them; reading them back from a 256-entry row costs more than the row took).
         self._successors: dict[int, tuple[int, ...]] = {}
-        self._head_splits: dict[int, HeadSplit | None] = {}
         self._rows[self.DEAD] = self.DEAD
         self._accepting = np.zeros(64, dtype=bool)
         start_rule = self._rule_index[grammar.start]
@@ -832,15 +831,8 @@ class Automaton:
         it occurs (the same key in objects that have written different members so far, a
         member inside different callers), so what a walk learns inside it is shared.
         ``None`` where there is nothing to split (several stacks, no tail, or an empty
-        head with structure in it). Memoized: a state's plan is asked for once, but its
-        plan from each source a walk reaches it from asks again.
+        head with structure in it).
         """
-        if state in self._head_splits:
-            return self._head_splits[state]
-        found = self._head_splits[state] = self._split_head(state)
-        return found
-
-    def _split_head(self, state: int) -> HeadSplit | None:
         config = self._configs[state]
         if len(config) != 1:
             return None
