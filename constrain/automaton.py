@@ -339,6 +339,11 @@ class Automaton:
 
     def _push(self, below: Stack, term: int) -> Stack:
         """The stack ``below`` with ``term`` on top (finished ε tops are popped at once)."""
+        # Only forced, live terms other than ε are keys, so a hit needs none of the checks
+        # below (most pushes repeat one made before: ~140,000 on the MaskBench sample).
+        found = self._stack_ids.get((term, below))
+        if found is not None:
+            return found
         # A state's top is never a lazy term, so equal content is always the same state.
         term = self.terms.force(term)
         if term == EPS:
