@@ -110,7 +110,14 @@ class TokenMasks:
         self._loop_budget = np.zeros(0, dtype=np.int32)  # characters it may consume so
         self._loop_known = np.zeros(0, dtype=bool)
         self.use_compiled = walk_kernel.available() if use_compiled is None else use_compiled
-        self._walk = walk_kernel.TrieWalk(self.trie) if self.use_compiled else None
+        # A loop plan costs a walk of most of the trie (~8 ms for a JSON string's
+        # characters on a 151k vocabulary) and depends on the character class alone:
+        # shared by every constraint on this vocabulary's trie.
+        self._walk = (walk_kernel.TrieWalk(
+            self.trie,
+            recurring(vocab, "loop plans", _RECURRING_LOOP_PLANS, keep_first=True)
+            if trie is None else None,
+        ) if self.use_compiled else None)
         self._plans: dict[int, _Plan] = {}
         self._seeded: dict[tuple[int, int], tuple[_Plan, _Plan]] = {}
         # Heads recur across constraints (a JSON string, whitespace then a quote, a
@@ -673,6 +680,9 @@ _SCALAR_LOOPS = 4
 # Head plans kept per vocabulary across constraints (each holds a mask row, ~19 KB on a
 # 151k vocabulary, and the trie nodes where the head may end).
 _RECURRING_PLANS = 1024
+# Loop plans kept per vocabulary (a mask row and the trie nodes where tokens leave the
+# loop: up to a few hundred KB for a JSON string's characters on a 151k vocabulary).
+_RECURRING_LOOP_PLANS = 64
 # Unions of at most this many members get their plan from their members' plans; a larger
 # one (an enum of many strings, say) is cheaper walked as a whole.
 _MAX_MEMBERS = 64

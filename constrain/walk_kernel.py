@@ -39,6 +39,13 @@ SMALL_SUBTREE = 32
 UNBOUNDED = 1 << 30
 
 
+class _OwnPlans(dict):  # type: ignore[type-arg]
+    """A walk's own loop plans, with the interface of a shared cache."""
+
+    def offer(self, key: Any, value: Any) -> None:
+        self[key] = value
+
+
 def available() -> bool:
     """Whether the compiled walk can be used."""
     return _HAVE_NUMBA
@@ -50,9 +57,13 @@ class TrieWalk:
     kernel call and nothing else (the per-call Python set-up used to cost more than the
     walk of a small mask)."""
 
-    def __init__(self, flat: Any) -> None:
+    def __init__(self, flat: Any, loop_plans: Any = None) -> None:
+        """``loop_plans``: where :meth:`loop_plan` keeps its results, any object with
+        ``get(key)`` and ``offer(key, value)`` (a
+        :class:`~constrain.cache.RecurringCache` shared by every constraint on one
+        vocabulary); by default a dictionary of this walk's own."""
         self.flat = flat
-        self._loop_plans: dict[tuple[int, int, bool], tuple[np.ndarray, np.ndarray]] = {}
+        self._loop_plans = loop_plans if loop_plans is not None else _OwnPlans()
         self._nodes = (
             flat.byte, flat.terminal, flat.child_lo, flat.child_hi, flat.start, flat.end,
             flat.utf8_state, flat.suffix_lo, flat.suffix_hi, flat.suffix_non_ascii,
@@ -148,9 +159,9 @@ class TrieWalk:
         uint32 mask of tokens made only of such characters, and the trie nodes where a
         token leaves the loop. Both depend on the class alone, so they are computed once
         per vocabulary and class (a JSON string's content is one class in every schema)."""
-        key = (ascii_lo, ascii_hi, non_ascii)
+        key = (ascii_lo, ascii_hi, non_ascii, words)
         found = self._loop_plans.get(key)
-        if found is None or len(found[0]) != words:
+        if found is None:
             from ._walk_numba import _loop_plan
 
             flat = self.flat
@@ -165,8 +176,9 @@ class TrieWalk:
             exits = exits[:n].copy()
             allowed.flags.writeable = False
             exits.flags.writeable = False
-            found = self._loop_plans[key] = (allowed, exits)
-        return found
+            found = (allowed, exits)
+            self._loop_plans.offer(key, found)
+        return found  # type: ignore[return-value]
 
     def _run(self, rows: np.ndarray, loops: tuple[np.ndarray, ...], state: int, count: int,
              words: np.ndarray, flip: int,

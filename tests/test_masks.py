@@ -521,6 +521,33 @@ def test_recurring_heads_share_plans_across_constraints(qwen_vocab: Vocabulary) 
     assert ids[1] & ids[2]  # met twice: the third constraint uses the second's plans
 
 
+def test_loop_plans_are_shared_by_constraints_on_one_vocabulary(
+        qwen_vocab: Vocabulary) -> None:
+    """The tokens made only of a loop's characters and the trie nodes where tokens leave
+    it depend on the character class alone: a second constraint on the vocabulary gets
+    the first one's plan, not a walk of its own, and its masks stay the level walk's."""
+    if not walk_kernel.available():
+        pytest.skip("numba not installed")
+    from constrain.cache import token_trie
+
+    vocab = _slice(qwen_vocab, seed=29)  # a vocabulary of its own: nothing shared yet
+    lo, hi = 0, sum(1 << (b - 64) for b in range(ord("a"), ord("z") + 1))
+    plans = []
+    for pattern in ("[a-z]*!", "x[a-z]*", "[a-z]+[0-9]"):
+        automaton = Automaton(Grammar.single(parse_regex(pattern)))
+        shared = TokenMasks(automaton, vocab)
+        plain = TokenMasks(automaton, vocab, use_compiled=False)
+        for state in walk_states(automaton, seed=5, walks=8, max_len=12):
+            assert np.array_equal(plain.mask(state), shared.mask(state)), (pattern, state)
+        plans.append(shared._walk.loop_plan(lo, hi, False, shared.words))
+    assert plans[0] is plans[1] is plans[2]
+    # Given a trie (not taken from the vocabulary's cache), a walk keeps its plans to itself.
+    own = TokenMasks(Automaton(Grammar.single(parse_regex("[a-z]*!"))), vocab, trie=token_trie(vocab))
+    mine = own._walk.loop_plan(lo, hi, False, own.words)
+    assert mine is not plans[0]
+    assert np.array_equal(mine[0], plans[0][0]) and np.array_equal(mine[1], plans[0][1])
+
+
 def test_tails_are_planned_from_their_heads_exits(qwen_vocab: Vocabulary) -> None:
     """A function-calling object (free-form extra keys allowed): past each value, what
     follows (the next key's head, the object's end) is planned from the value's exits
