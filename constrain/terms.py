@@ -768,13 +768,40 @@ class TermStore:
         on: one is a prefix of another), ``item`` holds a rule reference, or the DFA would
         have more than ``limit`` states.
 
+        A copy that comes back to where it began without ending (``(ab)*c`` after ``ab``)
+        is in a state of its own, not in state 0: only a whole copy ends one.
+
         >>> store = TermStore()
         >>> a, backslash, n = (store.byte_set([c]) for c in (0x61, 0x5C, 0x6E))
         >>> store.copy_automaton(store.alt([a, store.seq(backslash, n)])) == [
         ...     [(1 << 0x61, 0), (1 << 0x5C, 1)], [(1 << 0x6E, 0)]]
         True
         """
-        index = {item: 0}
+        return self._code_automaton(item, limit, ended=0)
+
+    def code_automaton(self, item: int, limit: int = 64) -> list[list[tuple[int, int]]] | None:
+        """The DFA of ``item`` alone when it is a prefix code (no string of it goes on
+        past another's end): per state, ``(byte set, next state)`` pairs, state 0 being
+        ``item`` itself and ``-1`` the end of a string of it. ``None`` when it is no
+        prefix code, holds a rule reference, or the DFA would have more than ``limit``
+        states. A JSON-encoded character is one: ``é``, ``\\u00e9`` or ``\\u00E9``.
+
+        >>> store = TermStore()
+        >>> a, backslash, n = (store.byte_set([c]) for c in (0x61, 0x5C, 0x6E))
+        >>> store.code_automaton(store.alt([a, store.seq(backslash, n)])) == [
+        ...     [(1 << 0x61, -1), (1 << 0x5C, 1)], [(1 << 0x6E, -1)]]
+        True
+        >>> store.code_automaton(store.repeat(a, 1, 2)) is None  # "a" then "aa"
+        True
+        """
+        return self._code_automaton(item, limit, ended=-1)
+
+    def _code_automaton(self, item: int, limit: int,
+                        ended: int) -> list[list[tuple[int, int]]] | None:
+        # Where a string ends is the state ``ended``; with ``ended == 0`` (copies of
+        # ``item`` one after the other) the state ``item`` reaches again before it ends
+        # must be another one, or a copy would be counted where none ended.
+        index = {} if ended == 0 else {item: 0}
         order = [item]
         states: list[list[tuple[int, int]]] = []
         while len(states) < len(order):
@@ -785,9 +812,12 @@ class TermStore:
             for bits, nxt in pieces:
                 if nxt == EMPTYSET or not self.is_live(nxt):
                     continue
-                if nxt != EPS and self.nullable(nxt):
+                if nxt == EPS:
+                    moves.append((bits, ended))
+                    continue
+                if self.nullable(nxt):
                     return None
-                target = 0 if nxt == EPS else index.get(nxt)
+                target = index.get(nxt)
                 if target is None:
                     if len(order) >= limit:
                         return None

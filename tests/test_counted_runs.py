@@ -24,7 +24,7 @@ DEAD = Automaton.DEAD
 
 # Items whose copies are unambiguous (none is a prefix of another), and tails; some
 # tails start with a byte a copy starts with, where the shortcut must stand aside.
-_ITEMS = ["[ab]", "a|\\\\n", "ab|b", "[ab]|\\\\[n\"]", "é|a", "\\\\u[0-9]{2}|x"]
+_ITEMS = ["[ab]", "a|\\\\n", "ab|b", "[ab]|\\\\[n\"]", "é|a", "\\\\u[0-9]{2}|x", "(ab)*c"]
 _TAILS = ['"', 'n"', "", "b", "(ab)*c", '"a{0,3}']
 # What tokens are made of: copies of the items, starts of the tails, stray bytes, and
 # both halves of "é" alone (tokens that split a character); a token may also lose its
@@ -174,6 +174,22 @@ def test_profile_counts_copies_and_how_each_token_ends() -> None:
     assert profile.copies.tolist() == [2, 2, 1, 1, 1, 0, 0]
     assert profile.ends.tolist() == [STAYS, LEAVES, PARTIAL, STAYS, BREAKS, LEAVES, BREAKS]
     assert (run.least, run.most) == (0, 9)
+
+
+def test_a_copy_that_comes_back_to_its_start_is_one_copy() -> None:
+    """In ``((ab)*c){0,8}``, ``ab`` leads a copy back to where it began without ending it:
+    ``ababababababc`` is one copy, so six copies later it is still allowed (counting a
+    copy at each ``ab`` refused it)."""
+    tokens = [b"a", b"b", b"c", b"x", b"ababababababc", b"abababababababc"]
+    vocab = _vocab(tokens)
+    compiled = _compiled("((ab)*c){0,8}x", vocab)
+    automaton = compiled.automaton
+    state = automaton.step_bytes(automaton.start, b"cc")
+    assert compiled._masks.runs.lookup(state) is not None
+    allowed = set(np.flatnonzero(np.unpackbits(
+        compiled.masks_for_state(state).view(np.uint8), bitorder="little")).tolist())
+    assert {4, 5} <= allowed
+    _check_path(compiled, [4, 3], state)
 
 
 def test_compiled_and_numpy_profiles_agree_on_a_real_vocabulary(qwen_vocab: Vocabulary) -> None:
