@@ -83,6 +83,64 @@ def _walk(
 
 
 @numba.njit(cache=True, nogil=True)
+def _text_walk(
+    edge_ptr, edge_bits, edge_next, item_start, items, first,
+    byte, terminal, child_lo, child_hi, num_roots, string_token, dup_ptr, dup_token,
+    seeds, from_roots, words, stack_nodes, stack_states, stack_items, ends,
+):  # pragma: no cover - compiled
+    """The walk of :mod:`constrain.literal_runs`: read the trie through a text, the
+    automata of its ``items`` one after the other from ``items[first]``, at every root
+    (``from_roots``) or at the nodes ``seeds``. A table state ``s`` has the edges
+    ``edge_ptr[s]:edge_ptr[s+1]`` (a 256-bit byte set in four words of ``edge_bits``,
+    the next state in ``edge_next``, -1 where the item ends); item ``i`` starts at state
+    ``item_start[i]``. Every token read within the text is allowed in ``words``; the
+    nodes with children where the whole text is read go to ``ends``, whose count is
+    returned. Items are prefix codes, so a node is reached in one state only."""
+    sp = 0
+    start = item_start[items[first]]
+    n_seeds = num_roots if from_roots else len(seeds)
+    for k in range(n_seeds):
+        stack_nodes[sp] = k if from_roots else seeds[k]
+        stack_states[sp] = start
+        stack_items[sp] = first
+        sp += 1
+    n_items = len(items)
+    n_ends = 0
+    while sp > 0:
+        sp -= 1
+        node = stack_nodes[sp]
+        s = stack_states[sp]
+        position = stack_items[sp]
+        b = byte[node]
+        word = b >> 6
+        bit = np.uint64(1) << np.uint64(b & 63)
+        nxt = -2
+        for e in range(edge_ptr[s], edge_ptr[s + 1]):
+            if edge_bits[e, word] & bit:
+                nxt = edge_next[e]
+                break
+        if nxt == -2:
+            continue
+        t = terminal[node]
+        if t >= 0:
+            _allow(t, string_token, dup_ptr, dup_token, words)
+        if nxt == -1:  # the item is read: the next one, or the end of the text
+            position += 1
+            if position == n_items:
+                if child_hi[node] > child_lo[node]:
+                    ends[n_ends] = node
+                    n_ends += 1
+                continue
+            nxt = item_start[items[position]]
+        for child in range(child_lo[node], child_hi[node]):
+            stack_nodes[sp] = child
+            stack_states[sp] = nxt
+            stack_items[sp] = position
+            sp += 1
+    return n_ends
+
+
+@numba.njit(cache=True, nogil=True)
 def _loop_plan(
     ascii_lo, ascii_hi, non_ascii, utf8_step,
     byte, terminal, child_lo, child_hi, start, end, utf8_state,

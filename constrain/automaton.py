@@ -35,18 +35,27 @@ from .errors import GrammarError, ResourceLimitError
 from .terms import EMPTYSET, EPS, Fingerprint, TermStore
 from .utf8 import utf8_byte_ranges
 
-__all__ = ["Automaton", "AutomatonOptions", "CountedRun", "HeadSplit"]
+__all__ = ["Automaton", "AutomatonOptions", "CountedRun", "HeadSplit", "LiteralText"]
 
 Stack = int  # an id into Automaton._stack_frames; 0 is the empty stack
 # A configuration: its stacks, ascending, none of them dead (a tuple of ints, which the
 # garbage collector stops tracking, where a frozenset is walked by every full collection).
 Config = tuple[Stack, ...]
+# A small DFA (see TermStore.code_automaton): per state, (byte set, next state) pairs.
+Code = list[list[tuple[int, int]]]
 EMPTY_STACK = 0
 DEAD_STACK = -1  # a stack with a dead frame: dropped
 
 # Code points per UTF-8 length; surrogates are excluded by the caller.
 _UTF8_BANDS = ((0, 0x7F), (0x80, 0x7FF), (0x800, 0xFFFF), (0x10000, 0x10FFFF))
 _MAX_STACKS_PER_STEP = 100_000
+# States of one item's code automaton (see Automaton.code_of): a JSON-encoded character
+# has at most 15 (a surrogate pair's escape); a bigger item is walked as usual.
+_CODE_STATES = 32
+# Code automata kept for the whole process, by item structure (see Automaton._code_of).
+_SHARED_CODES = 65536
+_shared_codes: dict[Fingerprint, Code | None] = {}
+_shared_codes_lock = threading.Lock()
 _MEMBER_LIVENESS_BUDGET = 2_000
 
 
@@ -71,6 +80,18 @@ class CountedRun(NamedTuple):
     most: int | None
     below: Stack
     tail: int
+
+
+class LiteralText(NamedTuple):
+    """See :meth:`Automaton.literal_text`: the state's only stack is ``below`` with
+    ``top`` on it, ``top`` starts with ``items`` (``starts[i]``: the concatenation
+    item ``i`` begins), and ``after`` is the state once they are read (``None``: the end)."""
+
+    top: int
+    below: Stack
+    items: tuple[int, ...]
+    starts: tuple[int, ...]
+    after: int | None
 
 
 @dataclass(frozen=True)
@@ -160,6 +181,7 @@ class Automaton:
         # The distinct live successors of each built row, as it was built (build_all walks
         # them; reading them back from a 256-entry row costs more than the row took).
         self._successors: dict[int, tuple[int, ...]] = {}
+        self._codes: dict[int, Code | None] = {}
         self._rows[self.DEAD] = self.DEAD
         self._accepting = np.zeros(64, dtype=bool)
         start_rule = self._rule_index[grammar.start]
@@ -691,6 +713,71 @@ class Automaton:
         if (not least and most is None) or not t.is_lexical(item) or t.nullable(item):
             return None
         return CountedRun(item, least, most, below, tail)
+
+    def literal_text(self, state: int, limit: int) -> LiteralText | None:
+        """For a state whose only stack has on top a concatenation starting with at least
+        two plain items that are each a prefix code (:meth:`TermStore.code_automaton`: a
+        JSON-encoded character, a quote; ``"name"`` in any spelling), at most ``limit``
+        of them: those items, the concatenations they start (one per item), and the state
+        after them (``None`` where nothing follows). ``None`` for any other state.
+
+        Such text has one state per byte of each spelling of each character, all of them
+        built as rows when a walk reads through it; the mask engine follows the items'
+        own small automata instead (see :mod:`constrain.literal_runs`).
+
+        >>> from constrain.grammar import Grammar, literal, seq, star, char_range
+        >>> a = Automaton(Grammar.single(seq(literal("ab"), star(char_range("a", "z")))))
+        >>> text = a.literal_text(a.start, 64)
+        >>> len(text.items), a.step_bytes(a.start, b"ab") == text.after
+        (2, True)
+        """
+        config = self._configs[state]
+        if len(config) != 1 or config[0] == EMPTY_STACK:
+            return None
+        top, below = self._stack_frames[config[0]]
+        t = self.terms
+        items: list[int] = []
+        starts: list[int] = []
+        rest = top
+        with self._lock:  # derivatives make terms
+            while rest != EPS and len(items) < limit:
+                item, after = t.head_tail(rest)
+                if not t.is_plain(item) or self._code_of(item) is None:
+                    break
+                items.append(item)
+                starts.append(rest)
+                rest = after
+            if len(items) < 2:
+                return None
+            stack = below if rest == EPS else self._push(below, rest)
+            if stack == DEAD_STACK:  # not for a live state: its text goes on somewhere
+                return None
+            after_state = None if stack == EMPTY_STACK else self._intern((stack,))
+        return LiteralText(top, below, tuple(items), tuple(starts), after_state)
+
+    def code_of(self, item: int) -> Code | None:
+        """:meth:`TermStore.code_automaton` of ``item`` (memoized)."""
+        with self._lock:
+            return self._code_of(item)
+
+    def _code_of(self, item: int) -> Code | None:
+        if item in self._codes:
+            return self._codes[item]
+        # The same characters are in the keys of every schema: their automata are made
+        # once per process, by the structure of the item (byte sets are part of it, so
+        # an automaton found is exactly this item's).
+        key = self.terms.fingerprint(item)
+        if key is not None and key in _shared_codes:
+            found = _shared_codes[key]
+        else:
+            found = self.terms.code_automaton(item, _CODE_STATES)
+            if key is not None:
+                with _shared_codes_lock:
+                    if len(_shared_codes) >= _SHARED_CODES:
+                        _shared_codes.clear()
+                    _shared_codes[key] = found
+        self._codes[item] = found
+        return found
 
     def run_states(self, run: CountedRun) -> tuple[int, int] | None:
         """``(loop, after)``: the state with ``item*`` in place of ``run``'s count, and

@@ -43,6 +43,7 @@ from . import walk_kernel
 from .automaton import Automaton
 from .cache import recurring, token_trie
 from .counted_runs import CountedRuns
+from .literal_runs import LiteralRuns, TextChain
 from .token_trie import TokenTrie
 from .utf8 import UTF8_BOUNDARY, UTF8_MULTIBYTE_EDGES
 from .vocab import Vocabulary
@@ -129,6 +130,8 @@ class TokenMasks:
         self._recurring_seeded = (recurring(vocab, "seeded head plans", _RECURRING_PLANS)
                                   if self._recurring is not None else None)
         self.runs = CountedRuns(automaton, vocab, self.trie, shared=trie is None)
+        # Texts (keys, quotes) read through their items' automata, not a state per byte.
+        self._literals = LiteralRuns(automaton) if self.use_compiled else None
 
     def mask(self, state: int) -> np.ndarray:
         """The packed int32 mask of ``state`` (read-only; EOS set iff the state may end)."""
@@ -348,8 +351,11 @@ class TokenMasks:
                     if shared is not None:
                         found = self._plans[state] = shared  # type: ignore[assignment]
                         return found  # type: ignore[return-value]
-            excluded = self._excluded_plan(state, with_exits)
-            if excluded is not None:
+            text = self._literals.lookup(state) if self._literals is not None else None
+            excluded = self._excluded_plan(state, with_exits) if text is None else None
+            if text is not None:
+                words, ends = self._text_plan(text, None, with_exits)
+            elif excluded is not None:
                 words, ends = excluded
             else:
                 words = self._walk_whole(state, exits)
@@ -361,6 +367,30 @@ class TokenMasks:
         if members is None and split is None and fingerprint is not None:
             self._recurring.offer(fingerprint, found)  # type: ignore[union-attr]
         return found
+
+    def _text_plan(self, text: tuple[TextChain, int], source: _Plan | None,
+                   with_exits: bool) -> tuple[np.ndarray, np.ndarray | None]:
+        """The words and exits of a state that starts with text (see
+        :mod:`constrain.literal_runs`), from every root or from ``source``'s seeds: the
+        tokens read within the text, then those that go on past it, walked in the state
+        after it from the nodes where the text ends."""
+        chain, first = text
+        words = np.zeros(self.words, dtype=np.uint32)
+        assert self._walk is not None and self._literals is not None  # compiled walk only
+        ends = self._walk.text(self._literals, chain.items, first,
+                               None if source is None else source.seeds, words)
+        if chain.after is None:  # nothing follows: it may end where the text does
+            return words, ends if with_exits else None
+        exits: np.ndarray | None = _NO_NODES if with_exits else None
+        if len(ends):
+            read = _Plan(_NO_WORDS, ends, self._children(ends))  # only its seeds are read
+            onward = self._seeded_plan(chain.after, read, with_exits)
+            words |= onward.words
+            if with_exits:
+                exits = onward.exits
+                if self.automaton.is_accepting(chain.after):
+                    exits = np.unique(np.concatenate([exits, ends]))
+        return words, exits
 
     def _excluded_plan(self, state: int,
                        with_exits: bool) -> tuple[np.ndarray, np.ndarray | None] | None:
@@ -444,15 +474,19 @@ class TokenMasks:
                     if isinstance(shared, tuple) and shared[0] is source:
                         self._seeded[key] = shared
                         return cast(_Plan, shared[1])
-            exits = walk_kernel.Exits(automaton.accepting_flags()) if with_exits else None
-            words = np.zeros(self.words, dtype=np.uint32)
-            self._sync(exits)
-            assert self._walk is not None  # plans are made with the compiled walk only
-            pending = self._walk.seeded(automaton.table, self._loop_arrays(), source.seeds,
-                                        state, words, exits)
-            self._finish(pending, words, exits)
-            if exits is not None:
-                ends = np.array(exits.nodes, dtype=np.int64)
+            text = self._literals.lookup(state) if self._literals is not None else None
+            if text is not None:
+                words, ends = self._text_plan(text, source, with_exits)
+            else:
+                exits = walk_kernel.Exits(automaton.accepting_flags()) if with_exits else None
+                words = np.zeros(self.words, dtype=np.uint32)
+                self._sync(exits)
+                assert self._walk is not None  # plans are made with the compiled walk only
+                pending = self._walk.seeded(automaton.table, self._loop_arrays(),
+                                            source.seeds, state, words, exits)
+                self._finish(pending, words, exits)
+                if exits is not None:
+                    ends = np.array(exits.nodes, dtype=np.int64)
         words.flags.writeable = False
         seeds = None if ends is None else self._children(ends)
         # The source is kept with the plan: its id is part of the key.
@@ -700,6 +734,8 @@ class _Plan(NamedTuple):
 _UNBOUNDED = walk_kernel.UNBOUNDED
 _NO_NODES = np.zeros(0, dtype=np.int64)
 _NO_NODES.flags.writeable = False
+_NO_WORDS = np.zeros(0, dtype=np.uint32)
+_NO_WORDS.flags.writeable = False
 
 
 def _union_words(masks: list[np.ndarray]) -> np.ndarray:

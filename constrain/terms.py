@@ -676,6 +676,11 @@ class TermStore:
         """Whether no rule reference and no lazy term occurs inside ``term``."""
         return not self._open_flag[term]
 
+    def is_plain(self, term: int) -> bool:
+        """Whether ``term`` is lexical and holds no intersection or complement either: its
+        derivatives are cheap, and every one of its successors matches something."""
+        return not (self._open_flag[term] or self._boolean_flag[term])
+
     def alternatives(self, term: int) -> tuple[int, ...]:
         """The members of a union; ``(term,)`` for any other term."""
         if self._kind[term] == _ALT:
@@ -793,7 +798,11 @@ class TermStore:
         True
         >>> store.code_automaton(store.repeat(a, 1, 2)) is None  # "a" then "aa"
         True
+        >>> store.code_automaton(store.repeat(a, 0, 1)) is None  # "" then "a"
+        True
         """
+        if self._nullable[item]:
+            return None  # the empty string would be a string of it too
         return self._code_automaton(item, limit, ended=-1)
 
     def _code_automaton(self, item: int, limit: int,

@@ -152,6 +152,26 @@ class TrieWalk:
                                 masks, pending_nodes, pending_states, _NO_ACCEPTING,
                                 exit_nodes))
 
+    def text(self, table: Any, items: np.ndarray, first: int, seeds: np.ndarray | None,
+             words: np.ndarray) -> np.ndarray:
+        """Read the trie through a text: the automata of ``items`` (ids in ``table``, a
+        :class:`~constrain.literal_runs.LiteralRuns`) from ``items[first]`` on, at every
+        root (``seeds`` ``None``) or at ``seeds``, setting in ``words`` every token read
+        within the text; returns the nodes with children where the whole text is read
+        (a new array)."""
+        from ._walk_numba import _text_walk
+
+        kernel: Any = _text_walk  # numba's stubs cap the arguments of a call
+        stack_nodes, stack_states, stack_items, _, ends = self._buffers()
+        flat = self.flat
+        n = kernel(
+            table.edge_ptr, table.edge_bits, table.edge_next, table.item_start, items, first,
+            flat.byte, flat.terminal, flat.child_lo, flat.child_hi, self._num_roots,
+            *self._strings, _NO_SEEDS if seeds is None else seeds, seeds is None, words,
+            stack_nodes, stack_states, stack_items, ends,
+        )
+        return ends[:n].copy()
+
     def loop_plan(self, ascii_lo: int, ascii_hi: int, non_ascii: bool,
                   words: int) -> tuple[np.ndarray, np.ndarray]:
         """For states looping on a character class (ASCII bytes in bits 0-63 and 64-127 of

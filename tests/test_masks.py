@@ -682,3 +682,69 @@ def test_excluded_words_need_copies_whose_ends_the_text_fixes() -> None:
         assert split is not None and automaton.excluded_words(split.head) is None
         assert_masks_match(automaton, vocab, [automaton.start], True)
         assert 2 in masks.allowed_token_ids(automaton.start).tolist()  # "ab"
+
+
+# ------------------------------------------------------ text read through its items (keys)
+
+_TEXT_KEYS = ["name", "a/b", 'q"t', "é", "日本", "😀x", "line\nbreak", "n", "na"]
+_TEXT_PIECES = [
+    b'{"', b'"', b"n", b"na", b"name", b'name"', b'name":', b'name": "', b'name": {"',
+    b"\\", b"\\u", b"\\u00", b"\\u0061", b"\\u0061m", b'\\u0061me"', b"\\u006E", b'n\\u0061',
+    b"a/", b"a\\/", b"\\/b", b'\\u002fb"', b"q\\", b'q\\"t', b'\\u0022t"', "é".encode(),
+    'é"'.encode(), b"\\u00e9", b'\\u00E9":', b"\xc3", b"\xa9", "日".encode(), "日本".encode(),
+    "日".encode()[:2], b"\\u65e5", b"\\u65E5\\u672c", b"\\ud83d", b"\\uD83D\\uDE00",
+    "😀".encode(), "😀".encode()[:3], b"\\ude00x", b'x"', b'x": 1', b"line", b"\\n",
+    b"\\u000a", b'break"', b'":', b'": ', b'": "', b'", "', b'"}', b"}", b" ", b"1", b"v",
+]
+
+
+def test_text_states_read_through_their_items_equal_brute_force(
+        qwen_slice: Vocabulary, monkeypatch: pytest.MonkeyPatch) -> None:
+    """Keys are read through their characters' small automata, not a state per byte of
+    every spelling: masks at the start of, inside and at the end of keys (raw, escaped,
+    short escapes, two- to four-byte characters, surrogate pairs, tokens cut inside a
+    character or an escape, tokens running on past the key) are the ones brute force
+    gives, and the text path is what made them."""
+    from constrain.json_schema import schema_to_grammar
+
+    if not walk_kernel.available():
+        pytest.skip("plans are made with the compiled kernel (numba not installed)")
+    read: list[int] = []
+    text_plan = TokenMasks._text_plan
+
+    def spying(self: TokenMasks, text: Any, source: Any, with_exits: bool) -> Any:
+        read.append(text[1])
+        return text_plan(self, text, source, with_exits)
+
+    monkeypatch.setattr(TokenMasks, "_text_plan", spying)
+    table = [*(t for t in qwen_slice.token_bytes if t is not None), *_TEXT_PIECES]
+    table = list(dict.fromkeys(table))
+    vocab = Vocabulary.from_token_bytes([*table, None], eos_token_ids=[len(table)])
+    schema = {"type": "object", "additionalProperties": False,
+              "properties": {k: {"type": "integer"} for k in _TEXT_KEYS}}
+    automaton = Automaton(schema_to_grammar(schema))
+    prefixes = ['{', '{"', '{"n', '{"na', '{"nam', '{"name', '{"name"', '{"a', '{"a/',
+                '{"a\\/', '{"q', '{"q\\', '{"q\\"', '{"\\u00e9', '{"é', '{"日', '{"\\u65e5',
+                '{"😀', '{"\\ud83d', '{"\\uD83D\\uDE00', '{"line\\n', '{"line\\u000A',
+                '{"name": 1, "', '{"name": 1, "na', '{"é": 2, "日本']
+    states = [automaton.step_bytes(automaton.start, p.encode()) for p in prefixes]
+    states.append(automaton.step_bytes(automaton.start, b'{"\xc3'))  # inside "é"
+    assert Automaton.DEAD not in states
+    assert_masks_match(automaton, vocab, states, True)
+    assert read and max(read) > 0, "no text was read from inside"
+
+
+def test_text_chains_are_shared_by_the_positions_of_one_text() -> None:
+    """Every position of a key is a state of its own, and all of them read one chain (the
+    key's items), each from its own item; what follows the text is one state."""
+    from constrain.grammar import literal as lit
+    from constrain.literal_runs import LiteralRuns
+
+    automaton = Automaton(Grammar.single(seq(lit("abc"), star(lit("x")))))
+    runs = LiteralRuns(automaton)
+    found = [runs.lookup(automaton.step_bytes(automaton.start, b"abc"[:i])) for i in range(2)]
+    assert found[0] is not None and found[1] is not None
+    assert found[0][0] is found[1][0] and [f[1] for f in found] == [0, 1]
+    assert found[0][0].after == automaton.step_bytes(automaton.start, b"abc")
+    # One item left is no text: walked as usual.
+    assert runs.lookup(automaton.step_bytes(automaton.start, b"ab")) is None
