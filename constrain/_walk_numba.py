@@ -84,7 +84,7 @@ def _walk(
 
 @numba.njit(cache=True, nogil=True)
 def _text_walk(
-    edge_ptr, edge_bits, edge_next, item_start, items, first,
+    edge_ptr, edge_bits, edge_next, state_ends, item_start, items, first,
     byte, terminal, child_lo, child_hi, num_roots, string_token, dup_ptr, dup_token,
     seeds, from_roots, words, stack_nodes, stack_states, stack_items, ends,
 ):  # pragma: no cover - compiled
@@ -92,10 +92,12 @@ def _text_walk(
     automata of its ``items`` one after the other from ``items[first]``, at every root
     (``from_roots``) or at the nodes ``seeds``. A table state ``s`` has the edges
     ``edge_ptr[s]:edge_ptr[s+1]`` (a 256-bit byte set in four words of ``edge_bits``,
-    the next state in ``edge_next``, -1 where the item ends); item ``i`` starts at state
-    ``item_start[i]``. Every token read within the text is allowed in ``words``; the
-    nodes with children where the whole text is read go to ``ends``, whose count is
-    returned. Items are prefix codes, so a node is reached in one state only."""
+    the next state in ``edge_next``, -1 where the item ends); where ``state_ends[s]``
+    the item may also end before the byte, which the next item then reads; item ``i``
+    starts at state ``item_start[i]``. Every token read within the text is allowed in
+    ``words``; the nodes with children where the whole text is read go to ``ends``,
+    whose count is returned. The bytes say where each item ends, so a node is reached
+    in one state only."""
     sp = 0
     start = item_start[items[first]]
     n_seeds = num_roots if from_roots else len(seeds)
@@ -115,10 +117,15 @@ def _text_walk(
         word = b >> 6
         bit = np.uint64(1) << np.uint64(b & 63)
         nxt = -2
-        for e in range(edge_ptr[s], edge_ptr[s + 1]):
-            if edge_bits[e, word] & bit:
-                nxt = edge_next[e]
+        while True:
+            for e in range(edge_ptr[s], edge_ptr[s + 1]):
+                if edge_bits[e, word] & bit:
+                    nxt = edge_next[e]
+                    break
+            if nxt != -2 or not state_ends[s]:
                 break
+            position += 1  # the item ends before the byte: the next one reads it
+            s = item_start[items[position]]
         if nxt == -2:
             continue
         t = terminal[node]

@@ -41,16 +41,18 @@ Stack = int  # an id into Automaton._stack_frames; 0 is the empty stack
 # A configuration: its stacks, ascending, none of them dead (a tuple of ints, which the
 # garbage collector stops tracking, where a frozenset is walked by every full collection).
 Config = tuple[Stack, ...]
-# A small DFA (see TermStore.code_automaton): per state, (byte set, next state) pairs.
-Code = list[list[tuple[int, int]]]
+# A small DFA (see TermStore.item_automaton): per state, (byte set, next state) pairs,
+# and whether a string may end there.
+Code = tuple[list[list[tuple[int, int]]], list[bool]]
 EMPTY_STACK = 0
 DEAD_STACK = -1  # a stack with a dead frame: dropped
 
 # Code points per UTF-8 length; surrogates are excluded by the caller.
 _UTF8_BANDS = ((0, 0x7F), (0x80, 0x7FF), (0x800, 0xFFFF), (0x10000, 0x10FFFF))
 _MAX_STACKS_PER_STEP = 100_000
-# States of one item's code automaton (see Automaton.code_of): a JSON-encoded character
-# has at most 15 (a surrogate pair's escape); a bigger item is walked as usual.
+# States of one item's automaton (see Automaton.code_of): a JSON-encoded character has
+# at most 15 (a surrogate pair's escape), a gap of 20 whitespace characters 21; a
+# bigger item is walked as usual.
 _CODE_STATES = 32
 # Code automata kept for the whole process, by item structure (see Automaton._code_of).
 _SHARED_CODES = 65536
@@ -716,10 +718,15 @@ class Automaton:
 
     def literal_text(self, state: int, limit: int) -> LiteralText | None:
         """For a state whose only stack has on top a concatenation starting with at least
-        two plain items that are each a prefix code (:meth:`TermStore.code_automaton`: a
-        JSON-encoded character, a quote; ``"name"`` in any spelling), at most ``limit``
-        of them: those items, the concatenations they start (one per item), and the state
-        after them (``None`` where nothing follows). ``None`` for any other state.
+        two plain items that read as one deterministic chain, at most ``limit`` of them:
+        those items, the concatenations they start (one per item), and the state after
+        them (``None`` where nothing follows). ``None`` for any other state.
+
+        Each item is either a prefix code (:meth:`TermStore.item_automaton`: a
+        JSON-encoded character, a quote; ``"name"`` in any spelling), or a run that may
+        end anywhere (bounded whitespace) whose bytes are none of those the next item,
+        a prefix code, starts with, so the first byte that is not the run's own is the
+        next item's. The last item is a prefix code.
 
         Such text has one state per byte of each spelling of each character, all of them
         built as rows when a walk reads through it; the mask engine follows the items'
@@ -740,13 +747,22 @@ class Automaton:
         starts: list[int] = []
         rest = top
         with self._lock:  # derivatives make terms
+            open_end = False  # whether the last item kept may end and go on
             while rest != EPS and len(items) < limit:
                 item, after = t.head_tail(rest)
-                if not t.is_plain(item) or self._code_of(item) is None:
+                code = self._code_of(item) if t.is_plain(item) else None
+                if code is None:
                     break
+                if open_end and (any(code[1]) or _bits_of(self._code_of(items[-1])[0])  # type: ignore[index]
+                                 & _bits_of(code[0][:1])):
+                    break  # where the run before it ends would not be fixed by the bytes
                 items.append(item)
                 starts.append(rest)
                 rest = after
+                open_end = any(code[1])
+            if open_end:  # the last item must end where its bytes say
+                rest = starts.pop()
+                items.pop()
             if len(items) < 2:
                 return None
             stack = below if rest == EPS else self._push(below, rest)
@@ -756,7 +772,7 @@ class Automaton:
         return LiteralText(top, below, tuple(items), tuple(starts), after_state)
 
     def code_of(self, item: int) -> Code | None:
-        """:meth:`TermStore.code_automaton` of ``item`` (memoized)."""
+        """:meth:`TermStore.item_automaton` of ``item`` (memoized)."""
         with self._lock:
             return self._code_of(item)
 
@@ -770,7 +786,7 @@ class Automaton:
         if key is not None and key in _shared_codes:
             found = _shared_codes[key]
         else:
-            found = self.terms.code_automaton(item, _CODE_STATES)
+            found = self.terms.item_automaton(item, _CODE_STATES)
             if key is not None:
                 with _shared_codes_lock:
                     if len(_shared_codes) >= _SHARED_CODES:
@@ -1127,6 +1143,15 @@ def _set_row(row: np.ndarray, bits: int, target: int) -> None:
         row[bits.bit_length() - 1] = target
     else:
         row[_bit_positions(bits)] = target
+
+
+def _bits_of(states: list[list[tuple[int, int]]]) -> int:
+    """Every byte some state of ``states`` has a move on."""
+    bits = 0
+    for moves in states:
+        for byte_set, _ in moves:
+            bits |= byte_set
+    return bits
 
 
 def _disjoint(pieces: list[tuple[int, Stack]]) -> bool:

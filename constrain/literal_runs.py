@@ -7,13 +7,14 @@ state for the character and one for every byte of its escapes, and a trie walk f
 there builds the row of each state it reaches (the raw character and the first bytes of
 its escape, at every position a token reaches: ~50 µs a row, several per position).
 
-Here the text is read as a chain of *items* (a JSON-encoded character, a quote: every
-plain item that is a prefix code, so the bytes alone say where it ends, see
-:meth:`~constrain.terms.TermStore.code_automaton`). Each distinct item's small automaton
-is made once per automaton and kept in one table; a text is the list of its items, and
-the compiled walk (:meth:`~constrain.walk_kernel.TrieWalk.text`) reads the trie through
-them. What follows the text is one state, the same from every position of the text, and
-the mask engine walks it as usual from the trie nodes where the text ends.
+Here the text is read as a chain of *items*: plain items whose bytes say where they end
+(a JSON-encoded character, a quote), and runs between them that the next item's first
+byte ends (bounded whitespace), see :meth:`~constrain.automaton.Automaton.literal_text`.
+Each distinct item's small automaton (:meth:`~constrain.terms.TermStore.item_automaton`)
+is made once per process and kept in one table per automaton; a text is the list of its
+items, and the compiled walk (:meth:`~constrain.walk_kernel.TrieWalk.text`) reads the
+trie through them. What follows the text is one state, the same from every position of
+the text, and the mask engine walks it as usual from the trie nodes where the text ends.
 
 >>> from constrain.automaton import Automaton
 >>> from constrain.grammar import Grammar, literal, seq, star, char_range
@@ -33,7 +34,7 @@ from typing import NamedTuple
 
 import numpy as np
 
-from .automaton import Automaton
+from .automaton import Automaton, Code
 
 __all__ = ["LiteralRuns", "TextChain"]
 
@@ -57,7 +58,8 @@ class LiteralRuns:
 
     The table holds every item's states one after the other: state ``s``'s edges are
     ``edge_ptr[s]:edge_ptr[s+1]`` (a byte set as four uint64 words in ``edge_bits``, the
-    next state in ``edge_next``, ``-1`` where the item ends), and item ``i`` starts at
+    next state in ``edge_next``, ``-1`` where the item ends), ``state_ends[s]`` says
+    whether the item may end in ``s`` before another byte, and item ``i`` starts at
     state ``item_start[i]``. Not thread-safe on its own: the mask engine calls it under
     its lock.
     """
@@ -69,6 +71,7 @@ class LiteralRuns:
         self._by_start: dict[tuple[int, int], tuple[TextChain, int]] = {}
         self._item_ids: dict[int, int] = {}
         self.edge_ptr = np.zeros(65, dtype=np.int32)
+        self.state_ends = np.zeros(65, dtype=np.bool_)
         self.edge_bits = np.zeros((64, 4), dtype=np.uint64)
         self.edge_next = np.zeros(64, dtype=np.int32)
         self.item_start = np.zeros(16, dtype=np.int32)
@@ -106,18 +109,20 @@ class LiteralRuns:
             found = self._item_ids[item] = self._add(code)
         return found
 
-    def _add(self, code: list[list[tuple[int, int]]]) -> int:
+    def _add(self, code: Code) -> int:
         """Append one item's automaton to the table; returns its id."""
         ident = len(self._item_ids)
-        base, states = self._states, len(code)
-        edges = sum(len(moves) for moves in code)
+        moves_of, ends = code
+        base, states = self._states, len(moves_of)
+        edges = sum(len(moves) for moves in moves_of)
         self._reserve(base + states, self._edges + edges)
         if ident >= len(self.item_start):
             self.item_start = _grown(self.item_start, ident + 1)
         self.item_start[ident] = base
         e = self._edges
         ptr, bits, nxt = self.edge_ptr, self.edge_bits, self.edge_next
-        for offset, moves in enumerate(code):
+        self.state_ends[base:base + states] = ends
+        for offset, moves in enumerate(moves_of):
             ptr[base + offset] = e
             for byte_set, target in moves:
                 bits[e] = (byte_set & _LOW64, byte_set >> 64 & _LOW64,
@@ -131,6 +136,7 @@ class LiteralRuns:
     def _reserve(self, states: int, edges: int) -> None:
         if states + 1 > len(self.edge_ptr):
             self.edge_ptr = _grown(self.edge_ptr, states + 1)
+            self.state_ends = _grown(self.state_ends, states + 1)
         if edges > len(self.edge_next):
             self.edge_next = _grown(self.edge_next, edges)
             self.edge_bits = _grown(self.edge_bits, edges)

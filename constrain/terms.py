@@ -782,37 +782,39 @@ class TermStore:
         ...     [(1 << 0x61, 0), (1 << 0x5C, 1)], [(1 << 0x6E, 0)]]
         True
         """
-        return self._code_automaton(item, limit, ended=0)
+        found = self._item_dfa(item, limit, ended=0, open_ends=False)
+        return None if found is None else found[0]
 
-    def code_automaton(self, item: int, limit: int = 64) -> list[list[tuple[int, int]]] | None:
-        """The DFA of ``item`` alone when it is a prefix code (no string of it goes on
-        past another's end): per state, ``(byte set, next state)`` pairs, state 0 being
-        ``item`` itself and ``-1`` the end of a string of it. ``None`` when it is no
-        prefix code, holds a rule reference, or the DFA would have more than ``limit``
-        states. A JSON-encoded character is one: ``é``, ``\\u00e9`` or ``\\u00E9``.
+    def item_automaton(self, item: int,
+                       limit: int = 64) -> tuple[list[list[tuple[int, int]]], list[bool]] | None:
+        """The DFA of ``item`` alone: per state, ``(byte set, next state)`` pairs (state 0
+        is ``item`` itself, ``-1`` where a string of it is over: nothing can follow
+        inside it), and per state whether a string of it may end there all the same (a
+        string of it goes on past another's end; always ``False`` for a prefix code, such
+        as a JSON-encoded character: ``é``, ``\\u00e9`` or ``\\u00E9``). ``None`` when
+        ``item`` holds a rule reference or the DFA would have more than ``limit`` states.
 
         >>> store = TermStore()
         >>> a, backslash, n = (store.byte_set([c]) for c in (0x61, 0x5C, 0x6E))
-        >>> store.code_automaton(store.alt([a, store.seq(backslash, n)])) == [
-        ...     [(1 << 0x61, -1), (1 << 0x5C, 1)], [(1 << 0x6E, -1)]]
+        >>> store.item_automaton(store.alt([a, store.seq(backslash, n)])) == (
+        ...     [[(1 << 0x61, -1), (1 << 0x5C, 1)], [(1 << 0x6E, -1)]], [False, False])
         True
-        >>> store.code_automaton(store.repeat(a, 1, 2)) is None  # "a" then "aa"
-        True
-        >>> store.code_automaton(store.repeat(a, 0, 1)) is None  # "" then "a"
+        >>> store.item_automaton(store.repeat(a, 0, 2)) == (
+        ...     [[(1 << 0x61, 1)], [(1 << 0x61, -1)]], [True, True])
         True
         """
-        if self._nullable[item]:
-            return None  # the empty string would be a string of it too
-        return self._code_automaton(item, limit, ended=-1)
+        return self._item_dfa(item, limit, ended=-1, open_ends=True)
 
-    def _code_automaton(self, item: int, limit: int,
-                        ended: int) -> list[list[tuple[int, int]]] | None:
-        # Where a string ends is the state ``ended``; with ``ended == 0`` (copies of
-        # ``item`` one after the other) the state ``item`` reaches again before it ends
-        # must be another one, or a copy would be counted where none ended.
+    def _item_dfa(self, item: int, limit: int, ended: int,
+                  open_ends: bool) -> tuple[list[list[tuple[int, int]]], list[bool]] | None:
+        # Where a string ends for sure is the state ``ended``; with ``ended == 0`` (copies
+        # of ``item`` one after the other) the state ``item`` reaches again before it
+        # ends must be another one, or a copy would be counted where none ended. Without
+        # ``open_ends`` a string that may end and go on makes it ``None``.
         index = {} if ended == 0 else {item: 0}
         order = [item]
         states: list[list[tuple[int, int]]] = []
+        ends = [open_ends and self._nullable[item]]
         while len(states) < len(order):
             pieces, refs = self.derivative(order[len(states)])
             if refs:
@@ -824,7 +826,7 @@ class TermStore:
                 if nxt == EPS:
                     moves.append((bits, ended))
                     continue
-                if self.nullable(nxt):
+                if self._nullable[nxt] and not open_ends:
                     return None
                 target = index.get(nxt)
                 if target is None:
@@ -832,9 +834,10 @@ class TermStore:
                         return None
                     target = index[nxt] = len(order)
                     order.append(nxt)
+                    ends.append(self._nullable[nxt])
                 moves.append((bits, target))
             states.append(moves)
-        return states
+        return states, ends
 
     def single_characters(self, term: int) -> tuple[int, bool]:
         """ASCII bytes that are, alone, a match of ``term``; and whether every valid

@@ -165,7 +165,8 @@ class TrieWalk:
         stack_nodes, stack_states, stack_items, _, ends = self._buffers()
         flat = self.flat
         n = kernel(
-            table.edge_ptr, table.edge_bits, table.edge_next, table.item_start, items, first,
+            table.edge_ptr, table.edge_bits, table.edge_next, table.state_ends,
+            table.item_start, items, first,
             flat.byte, flat.terminal, flat.child_lo, flat.child_hi, self._num_roots,
             *self._strings, _NO_SEEDS if seeds is None else seeds, seeds is None, words,
             stack_nodes, stack_states, stack_items, ends,

@@ -748,3 +748,39 @@ def test_text_chains_are_shared_by_the_positions_of_one_text() -> None:
     assert found[0][0].after == automaton.step_bytes(automaton.start, b"abc")
     # One item left is no text: walked as usual.
     assert runs.lookup(automaton.step_bytes(automaton.start, b"ab")) is None
+
+
+_GAP_TEXTS = {
+    "gaps-between-items": r'[ \n]{0,3}:[ \n]{0,3}\{[ \n]{0,2}"ab"',
+    "unbounded-gap": r'[ \n]*"x"[ \n]{0,2}:',
+    "run-overlapping-next": r'a{0,3}ab[ ]{0,2}"',  # the run does not end where a byte says
+    "run-at-the-end": r'"k"[ ]{0,4}',
+}
+
+
+@pytest.mark.parametrize("pattern", _GAP_TEXTS.values(), ids=_GAP_TEXTS.keys())
+def test_text_with_gaps_equals_brute_force(pattern: str, monkeypatch: pytest.MonkeyPatch) -> None:
+    """Runs that may end anywhere (whitespace) are read inside a text where the next
+    item's first byte says where they end; masks before, inside and after every gap,
+    tokens spanning several gaps included, are brute force's. Where a run's bytes start
+    the next item too, the text stops before the run and masks are still brute force's."""
+    if not walk_kernel.available():
+        pytest.skip("plans are made with the compiled kernel (numba not installed)")
+    read: list[int] = []
+    text_plan = TokenMasks._text_plan
+
+    def spying(self: TokenMasks, text: Any, source: Any, with_exits: bool) -> Any:
+        read.append(len(text[0].items))
+        return text_plan(self, text, source, with_exits)
+
+    monkeypatch.setattr(TokenMasks, "_text_plan", spying)
+    pieces = [b" ", b"  ", b"\n", b" \n ", b":", b": ", b" :", b"\n:\n", b"{", b" {", b'{"',
+              b'{ "', b'"', b'"a', b'"ab"', b'ab"', b'b"', b"a", b"aa", b"aaa", b"aab", b"ab",
+              b'b" ', b'"x', b'"x"', b'x" :', b'"k', b'"k"', b'k" ', b"z", b'" ', b'"z']
+    vocab = Vocabulary.from_token_bytes([*pieces, None], eos_token_ids=[len(pieces)])
+    # A reference after the text, so the state has structure and its mask is planned.
+    automaton = Automaton(Grammar({"s": seq(parse_regex(pattern), ref("r")),
+                                   "r": literal("z")}, "s"))
+    states = walk_states(automaton, seed=7, walks=40, max_len=12)
+    assert_masks_match(automaton, vocab, states, True)
+    assert read and max(read) >= 2
