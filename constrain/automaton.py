@@ -934,12 +934,12 @@ class Automaton:
         The head is the lexical start of the top frame (no rule reference, no lazy term:
         a key and its colon, a string value, whitespace and commas), up to the first piece
         of structure; or that piece alone when it comes first. It may match the empty
-        string only where it is lexical through and through (the rest of a number, which
-        an object's next member or its end follows). A head is the same language wherever
-        it occurs (the same key in objects that have written different members so far, a
-        member inside different callers), so what a walk learns inside it is shared.
-        ``None`` where there is nothing to split (several stacks, no tail, or an empty
-        head with structure in it).
+        string where it is lexical through and through (the rest of a number, which an
+        object's next member or its end follows), or where it is that piece of structure
+        alone (an object's optional members, then its end). A head is the same language
+        wherever it occurs (the same key in objects that have written different members
+        so far, a member inside different callers), so what a walk learns inside it is
+        shared. ``None`` where there is nothing to split (several stacks, no tail).
         """
         config = self._configs[state]
         if len(config) != 1:
@@ -954,7 +954,13 @@ class Automaton:
         items: list[int] = []
         can_be_empty = all_lexical = True
         tail = top
-        while tail != EPS:
+        first, after_first = t.head_tail(top)
+        if (not t.is_lexical(first) and t.nullable(first)
+                and (after_first != EPS or rest != EMPTY_STACK)):
+            # A piece of structure that may be empty (an object's optional members), alone:
+            # its own plan, then the tail from where it ends, and the tail's own.
+            items, tail, all_lexical = [first], after_first, False
+        while tail != EPS and not (items and not all_lexical and can_be_empty):
             item, after = t.head_tail(tail)
             lexical = t.is_lexical(item)
             if items and not lexical and (all_lexical or not can_be_empty):
@@ -965,7 +971,8 @@ class Automaton:
             all_lexical = all_lexical and lexical
             if not lexical and not can_be_empty:
                 break
-        if (can_be_empty and not all_lexical) or (tail == EPS and rest == EMPTY_STACK):
+        if (tail == EPS and rest == EMPTY_STACK) or (
+                can_be_empty and not all_lexical and items != [first]):
             return None
         with self._lock:
             head_stack = self._push(EMPTY_STACK, t.seq_all(items))
