@@ -34,7 +34,7 @@ from typing import Any
 
 DATA = Path(__file__).resolve().parents[2] / "shared" / "data" / "jsonschemabench"
 
-__all__ = ["DATA", "schema_paths", "check_schema", "summarize_results"]
+__all__ = ["DATA", "check_schema", "schema_paths", "summarize_results"]
 
 
 def schema_paths(root: Path = DATA, *, sample: int | None = None, seed: int = 0,
@@ -217,8 +217,8 @@ def summarize_results(results: list[dict[str, Any]]) -> str:
     lines = []
     for engine, rows in sorted(by_engine.items()):
         lines += [f"### {engine}", "",
-                  "| subset | schemas | compiled | passing | valid rejected | invalid accepted "
-                  "| refused | crashed | timeouts |",
+                  ("| subset | schemas | compiled | passing | valid rejected | invalid accepted "
+                   "| refused | crashed | timeouts |"),
                   "|---|---:|---:|---:|---:|---:|---:|---:|---:|"]
         per_subset: dict[str, list[dict[str, Any]]] = defaultdict(list)
         for r in rows:

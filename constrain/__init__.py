@@ -10,6 +10,9 @@ vocabulary, then let a :class:`Matcher` mask the logits at every decoding step.
 ([0, 1], True, True)
 """
 
+from .api import Choice, Regex, generate_as, generative, output_spec
+from .automaton import AutomatonOptions
+from .cache import set_cache_dir
 from .compiler import (
     CompiledConstraint,
     compile_choice,
@@ -28,12 +31,9 @@ from .errors import (
     UnsupportedSchemaError,
     ValidationFailure,
 )
-from .api import Choice, Regex, generate_as, generative, output_spec
-from .automaton import AutomatonOptions
-from .cache import set_cache_dir
 from .grammar import Grammar
 from .matcher import Matcher
-from .tools import Tool, ToolCall, Toolbox, tool
+from .tools import Tool, Toolbox, ToolCall, tool
 from .vocab import Vocabulary
 
 __version__ = "0.1.0"

@@ -10,7 +10,7 @@ from .walk_kernel import SMALL_SUBTREE
 
 
 @numba.njit(cache=True, nogil=True, inline="always")
-def _allow(s, string_token, dup_ptr, dup_token, words):  # pragma: no cover - compiled
+def _allow(s, string_token, dup_ptr, dup_token, words):  # type: ignore[no-untyped-def]  # pragma: no cover - compiled
     t = string_token[s]
     words[t >> 5] |= np.uint32(1) << np.uint32(t & 31)
     for k in range(dup_ptr[s], dup_ptr[s + 1]):
@@ -19,7 +19,7 @@ def _allow(s, string_token, dup_ptr, dup_token, words):  # pragma: no cover - co
 
 
 @numba.njit(cache=True, nogil=True)
-def _walk(
+def _walk(  # type: ignore[no-untyped-def]
     rows, loop_lo, loop_hi, loop_utf8, loop_budget, loop_known,
     byte, terminal, child_lo, child_hi, start, end, utf8_state,
     suffix_lo, suffix_hi, suffix_non_ascii, suffix_chars, subtree_valid,
@@ -83,7 +83,7 @@ def _walk(
 
 
 @numba.njit(cache=True, nogil=True)
-def _text_walk(
+def _text_walk(  # type: ignore[no-untyped-def]
     edge_ptr, edge_bits, edge_next, state_ends, item_start, items, first,
     byte, terminal, child_lo, child_hi, num_roots, string_token, dup_ptr, dup_token,
     seeds, from_roots, words, stack_nodes, stack_states, stack_items, ends,
@@ -148,7 +148,7 @@ def _text_walk(
 
 
 @numba.njit(cache=True, nogil=True)
-def _loop_plan(
+def _loop_plan(  # type: ignore[no-untyped-def]
     ascii_lo, ascii_hi, non_ascii, utf8_step,
     byte, terminal, child_lo, child_hi, start, end, utf8_state,
     suffix_lo, suffix_hi, suffix_non_ascii, subtree_valid, num_roots,
@@ -220,7 +220,7 @@ def _loop_plan(
 
 
 @numba.njit(cache=True, nogil=True)
-def _walk_states(
+def _walk_states(  # type: ignore[no-untyped-def]
     rows, loop_lo, loop_hi, loop_utf8, loop_budget, loop_known,
     byte, terminal, child_lo, child_hi, start, end, utf8_state,
     suffix_lo, suffix_hi, suffix_non_ascii, suffix_chars, subtree_valid,
@@ -257,7 +257,7 @@ def _walk_states(
 
 
 @numba.njit(cache=True, nogil=True)
-def _read_copies(dfa, data, offsets, string_token, dup_ptr, dup_token,
+def _read_copies(dfa, data, offsets, string_token, dup_ptr, dup_token,  # type: ignore[no-untyped-def]
                  copies, ends):  # pragma: no cover - compiled
     """:func:`constrain.counted_runs.run_profile`'s reading of every string, one after
     the other, into the arrays of its token ids: whole copies (plus one started) and how

@@ -201,13 +201,13 @@ class Automaton:
         t = self.terms
         kind = type(expr)
         if kind is ir.Chars:
-            result = self._chars(expr.ranges)
+            result = self._chars(expr.ranges)  # type: ignore[union-attr]
         elif kind is ir.Seq:
             # From the right, each item onto the rest: what seq_all does, without the
             # generator (a literal key is a Seq of one Chars per character).
             convert = self._convert
             result = EPS
-            for item in reversed(expr.items):
+            for item in reversed(expr.items):  # type: ignore[union-attr]
                 result = t.seq(convert(item, rule), result)
         elif isinstance(expr, ir.Chars):
             result = self._chars(expr.ranges)
@@ -348,9 +348,9 @@ class Automaton:
         for i, term in enumerate(self.rule_terms):
             first[i] = {rule for rule, _ in self.terms.derivative(term)[1]}
         names = self._rule_names
-        for i in first:
+        for i, firsts in first.items():
             seen: set[int] = set()
-            todo = list(first[i])
+            todo = list(firsts)
             while todo:
                 r = todo.pop()
                 if r == i:
@@ -532,7 +532,7 @@ class Automaton:
         """The 256 successor states of ``state`` (``DEAD`` where a byte is rejected)."""
         if self._rows[state, 0] < 0:
             self._compute_row(state)
-        return self._rows[state]
+        return self._rows[state]  # type: ignore[no-any-return]
 
     def rows_for(self, states: np.ndarray) -> np.ndarray:
         """The full row table, after making sure every state in ``states`` has its row."""
@@ -562,7 +562,7 @@ class Automaton:
 
     def has_rows(self, states: np.ndarray) -> np.ndarray:
         """Which of ``states`` have their row built already (builds nothing)."""
-        return self._rows[states, 0] >= 0
+        return self._rows[states, 0] >= 0  # type: ignore[no-any-return]
 
     def step(self, state: int, byte: int) -> int:
         """The state after ``byte``, or ``DEAD``."""

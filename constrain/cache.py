@@ -41,8 +41,13 @@ from .token_trie import TokenTrie
 from .vocab import Vocabulary
 
 __all__ = [
-    "set_cache_dir", "cache_dir", "token_trie", "memoized_compile", "recurring",
-    "RecurringCache", "clear_memory_caches",
+    "RecurringCache",
+    "cache_dir",
+    "clear_memory_caches",
+    "memoized_compile",
+    "recurring",
+    "set_cache_dir",
+    "token_trie",
 ]
 
 _FORMAT = "constrain-trie-v1"
@@ -144,7 +149,7 @@ def _save_trie(key: str, trie: TokenTrie) -> None:
         return
     arrays = trie.to_arrays()
     buffer = io.BytesIO()
-    np.savez(buffer, checksum=_checksum(arrays), format=_FORMAT, key=key, **arrays)
+    np.savez(buffer, checksum=_checksum(arrays), format=_FORMAT, key=key, **arrays)  # type: ignore[arg-type]
     tmp = path.with_suffix(f".{os.getpid()}.tmp")
     try:
         tmp.write_bytes(buffer.getvalue())

@@ -37,10 +37,10 @@ from .vocab import Vocabulary
 
 __all__ = [
     "CompiledConstraint",
-    "compile_regex",
     "compile_choice",
     "compile_grammar",
     "compile_json_schema",
+    "compile_regex",
 ]
 
 

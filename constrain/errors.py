@@ -11,16 +11,16 @@ True
 from __future__ import annotations
 
 __all__ = [
-    "ConstrainError",
-    "RegexSyntaxError",
-    "UnsupportedRegexError",
-    "GrammarError",
-    "SchemaError",
-    "UnsupportedSchemaError",
-    "TokenizerError",
-    "ResourceLimitError",
     "CacheError",
+    "ConstrainError",
+    "GrammarError",
     "MissingDependencyError",
+    "RegexSyntaxError",
+    "ResourceLimitError",
+    "SchemaError",
+    "TokenizerError",
+    "UnsupportedRegexError",
+    "UnsupportedSchemaError",
     "ValidationFailure",
 ]
 
@@ -88,7 +88,7 @@ class TokenizerError(ConstrainError, ValueError):
 class ResourceLimitError(ConstrainError, RuntimeError):
     """A budget (automaton states, stack configurations, time) was exhausted."""
 
-    def __init__(self, limit: str, value: int | float, hint: str = "") -> None:
+    def __init__(self, limit: str, value: float, hint: str = "") -> None:
         self.limit = limit
         self.value = value
         message = f"resource limit {limit}={value} exceeded"

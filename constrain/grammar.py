@@ -20,45 +20,46 @@ from __future__ import annotations
 from collections.abc import Callable, Hashable, Iterable, Mapping, Sequence
 from dataclasses import dataclass, field
 from itertools import pairwise
+from operator import itemgetter
 from typing import Any, Union
 
 from .errors import GrammarError
 
 __all__ = [
-    "Expr",
-    "Chars",
-    "Bytes",
-    "Seq",
-    "Alt",
-    "Repeat",
-    "And",
-    "Not",
-    "Ref",
-    "Lazy",
-    "Grammar",
-    "RuleLibrary",
+    "ANY_CHAR",
     "EMPTY",
     "NOTHING",
-    "ANY_CHAR",
-    "literal",
-    "byte_literal",
-    "chars",
-    "char_range",
-    "seq",
+    "Alt",
+    "And",
+    "Bytes",
+    "Chars",
+    "Expr",
+    "Grammar",
+    "Lazy",
+    "Not",
+    "Ref",
+    "Repeat",
+    "RuleLibrary",
+    "Seq",
     "alt",
-    "repeat",
-    "optional",
-    "star",
-    "plus",
-    "intersect",
-    "complement",
-    "ref",
-    "prefix_tree",
-    "normalize_ranges",
+    "byte_literal",
+    "char_range",
+    "chars",
     "children",
+    "complement",
     "contents",
-    "shortest_length",
+    "intersect",
+    "literal",
+    "normalize_ranges",
     "only_utf8",
+    "optional",
+    "plus",
+    "prefix_tree",
+    "ref",
+    "repeat",
+    "seq",
+    "shortest_length",
+    "star",
 ]
 
 MAX_CODE_POINT = 0x10FFFF
@@ -233,7 +234,7 @@ class Lazy:
         _set_field(self, "_contents", _contents_of(self.parts, False))
 
 
-Expr = Union[Chars, Bytes, Seq, Alt, Repeat, And, Not, Ref, Lazy]
+Expr = Union[Chars, Bytes, Seq, Alt, Repeat, And, Not, Ref, Lazy]  # noqa: UP007 (a runtime alias)
 
 _EXPR_TYPES = (Chars, Bytes, Seq, Alt, Repeat, And, Not, Ref, Lazy)
 
@@ -241,7 +242,7 @@ _ASCII_CHARS = tuple(Chars(((code, code),)) for code in range(128))
 
 EMPTY: Expr = Seq(())
 NOTHING: Expr = Alt(())
-ANY_CHAR: Expr = Chars(((0, 0xD7FF), (0xE000, MAX_CODE_POINT)))
+ANY_CHAR: Chars = Chars(((0, 0xD7FF), (0xE000, MAX_CODE_POINT)))
 
 
 @dataclass(frozen=True, eq=False)
@@ -339,7 +340,7 @@ def contents(expr: Expr) -> tuple[bool, bool]:
     >>> contents(seq(literal("a"), ref("value"))), contents(complement(literal("a")))
     ((False, True), (True, False))
     """
-    found = getattr(expr, "_contents", None)
+    found: tuple[bool, bool] | None = getattr(expr, "_contents", None)
     if found is not None:
         return found
     stack = [expr]  # a walk, not recursion: front ends build expressions thousands deep
@@ -508,7 +509,7 @@ def prefix_tree(entries: Sequence[tuple[Sequence[Any], Expr]],
     >>> prefix_tree([(b"ab", EMPTY), (b"ac", EMPTY)], lambda b: Bytes(((b, b),)))
     Seq(items=(Bytes(ranges=((97, 97),)), Alt(items=(Bytes(ranges=((98, 98),)), Bytes(ranges=((99, 99),))))))
     """
-    ordered = sorted(entries, key=lambda e: e[0])
+    ordered = sorted(entries, key=itemgetter(0))
     # Common prefix lengths of neighbours: the keys sharing a branch are a run of sorted
     # neighbours, and their shared prefix is the least of these over the run.
     shared = [_common_prefix_length(key, nxt) for (key, _), (nxt, _) in pairwise(ordered)]

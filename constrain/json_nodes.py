@@ -18,7 +18,7 @@ siblings (drafts 4 to 7), and a validator for checking concrete values.
 from __future__ import annotations
 
 from dataclasses import dataclass, field
-from typing import Any
+from typing import Any, Literal
 from urllib.parse import urljoin
 
 import referencing.exceptions
@@ -122,7 +122,7 @@ class Dialect:
         """The type names of a dict schema node whose only asserting keyword is ``type``
         (``()`` when none asserts); ``None`` when any other keyword asserts (memoized)."""
         key = node.key
-        found = self._type_only.get(key, False)
+        found: tuple[str, ...] | None | Literal[False] = self._type_only.get(key, False)
         if found is False:
             asserting = [k for k in node.schema if k in self.keywords and k not in node.skip]
             found = None

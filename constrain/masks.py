@@ -329,6 +329,7 @@ class TokenMasks:
         elif split is not None:
             inner = self._plan(split.head, True)
             words = inner.words
+            assert inner.seeds is not None  # a plan made with exits has seeds
             if len(inner.seeds):
                 onward = self._seeded_plan(split.tail_state(), inner, with_exits)
                 words = words | onward.words
@@ -406,6 +407,7 @@ class TokenMasks:
             return None
         free, excluded, tail = parts
         free_plan, keys = self._plan(free, with_exits), self._plan(excluded, True)
+        assert keys.seeds is not None  # a plan made with exits has seeds
         pasts = [self._seeded_plan(tail, keys, with_exits)] if len(keys.seeds) else []
         if self.automaton.is_accepting(excluded):  # K holds the empty string
             pasts.append(self._plan(tail, with_exits))
@@ -416,7 +418,7 @@ class TokenMasks:
             return words, None
         ends = free_plan.exits
         for past in pasts:
-            ends = np.setdiff1d(ends, past.exits, assume_unique=True)
+            ends = np.setdiff1d(ends, past.exits, assume_unique=True)  # type: ignore[arg-type]  # made with exits
         return words, ends
 
     def _seeded_plan(self, state: int, source: _Plan, with_exits: bool) -> _Plan:
@@ -482,6 +484,7 @@ class TokenMasks:
                 words = np.zeros(self.words, dtype=np.uint32)
                 self._sync(exits)
                 assert self._walk is not None  # plans are made with the compiled walk only
+                assert source.seeds is not None  # a source is a plan made with exits
                 pending = self._walk.seeded(automaton.table, self._loop_arrays(),
                                             source.seeds, state, words, exits)
                 self._finish(pending, words, exits)
@@ -512,6 +515,7 @@ class TokenMasks:
 
     def _start(self, state: int, words: np.ndarray,
                exits: walk_kernel.Exits | None) -> tuple[np.ndarray, np.ndarray]:
+        assert self._walk is not None  # only called with the compiled walk
         self._sync(exits)
         if not self._loop_known[state]:  # the walk skips the state's own loop
             self._learn_loop(state)
@@ -531,6 +535,7 @@ class TokenMasks:
         """Build what the kernel stopped at and resume it, until nothing is pending."""
         automaton = self.automaton
         nodes, states = pending
+        assert self._walk is not None  # only called with the compiled walk
         while len(nodes):
             self._prepare_pending(nodes, states)
             self._sync(exits)
@@ -743,7 +748,7 @@ def _union_words(masks: list[np.ndarray]) -> np.ndarray:
     share their words; nothing writes to them)."""
     if len(masks) == 1:
         return masks[0]
-    words = masks[0] | masks[1]
+    words: np.ndarray = masks[0] | masks[1]
     for mask in masks[2:]:
         words |= mask
     return words

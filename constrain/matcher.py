@@ -42,7 +42,7 @@ class Matcher:
     Not thread-safe (one per request); :meth:`copy` for beams and forks.
     """
 
-    __slots__ = ("_compiled", "_state", "_history")
+    __slots__ = ("_compiled", "_history", "_state")
 
     def __init__(self, compiled: CompiledConstraint) -> None:
         self._compiled = compiled

@@ -23,12 +23,12 @@ from __future__ import annotations
 import heapq
 import threading
 from collections.abc import Callable, Iterable
-from typing import Any, cast
+from typing import Any, Literal, cast
 
 from .errors import ResourceLimitError
 from .utf8 import UTF8_MULTIBYTE_EDGES
 
-__all__ = ["TermStore", "EMPTYSET", "EPS", "ALL_BYTES"]
+__all__ = ["ALL_BYTES", "EMPTYSET", "EPS", "TermStore"]
 
 # Term kinds. A LAZY term stands for a term not built yet (see grammar.Lazy): its flags
 # are given when it is made, and it is built the first time a derivative or a liveness
@@ -132,18 +132,18 @@ class TermStore:
             return found
         flags, refs, opens = self._boolean_flag, self._ref_flag, self._open_flag
         if kind == _SEQ:
-            boolean = flags[args[0]] or flags[args[1]]  # type: ignore[index]
-            has_ref = refs[args[0]] or refs[args[1]]  # type: ignore[index]
-            is_open = opens[args[0]] or opens[args[1]]  # type: ignore[index]
+            boolean = flags[args[0]] or flags[args[1]]  # type: ignore[call-overload]
+            has_ref = refs[args[0]] or refs[args[1]]  # type: ignore[call-overload]
+            is_open = opens[args[0]] or opens[args[1]]  # type: ignore[call-overload]
         elif kind in (_AND, _NOT, _ALT):
             # map, not generator expressions: unions of dozens of members are common.
             boolean = kind != _ALT or any(map(flags.__getitem__, args))  # type: ignore[arg-type]
             has_ref = any(map(refs.__getitem__, args))  # type: ignore[arg-type]
             is_open = any(map(opens.__getitem__, args))  # type: ignore[arg-type]
         elif kind == _REP:
-            boolean = flags[args[0]]  # type: ignore[index]
-            has_ref = refs[args[0]]  # type: ignore[index]
-            is_open = opens[args[0]]  # type: ignore[index]
+            boolean = flags[args[0]]  # type: ignore[call-overload]
+            has_ref = refs[args[0]]  # type: ignore[call-overload]
+            is_open = opens[args[0]]  # type: ignore[call-overload]
         else:
             boolean = False
             has_ref = is_open = kind == _REF
@@ -213,7 +213,7 @@ class TermStore:
         nullable = self._nullable
         for suffix in reversed(suffixes):
             head = args[suffix][0]
-            result = self._make(_SEQ, (head, result), nullable[head] and nullable[result])  # type: ignore[index]
+            result = self._make(_SEQ, (head, result), nullable[head] and nullable[result])  # type: ignore[call-overload]
             seqs[(suffix, b)] = result
         return result
 
@@ -299,7 +299,8 @@ class TermStore:
         if lo == 1 and hi == 1:
             return item
         if self._kind[item] == _REP and hi is None and lo <= 1:
-            inner, ilo, ihi = self._args[item]
+            ilo: int
+            inner, ilo, ihi = self._args[item]  # type: ignore[assignment]
             if ihi is None and ilo <= 1:  # (x*)* = x*, (x+)* = x*, (x*)+ = x*
                 return self._make(_REP, (inner, min(lo, ilo), None), lo == 0 or ilo == 0)
         self.largest_count = max(self.largest_count, lo if hi is None else hi)
@@ -425,10 +426,10 @@ class TermStore:
         kinds, args = self._kind, self._args
         positive = 0
         for item in args[term]:
-            inner = args[item][0] if kinds[item] == _NOT else item  # type: ignore[index]
+            inner = args[item][0] if kinds[item] == _NOT else item  # type: ignore[call-overload]
             if self._boolean_flag[inner] or self._open_flag[inner]:  # type: ignore[index]
                 return False
-            if kinds[item] != _NOT:
+            if kinds[item] != _NOT:  # type: ignore[call-overload]
                 positive += 1
                 if positive > 1 or not self._unbounded(item):  # type: ignore[arg-type]
                     return False
@@ -449,19 +450,23 @@ class TermStore:
         """
         if self._kind[term] != _SEQ:
             return None
-        head, tail = self._args[term]  # type: ignore[misc]
+        head: int
+        tail: int
+        head, tail = self._args[term]  # type: ignore[assignment]
         if self._kind[head] != _AND or len(self._args[head]) != 2 or self._nullable[tail]:
             return None
-        loop, other = self._args[head]  # type: ignore[misc]
+        loop: int
+        other: int
+        loop, other = self._args[head]  # type: ignore[assignment]
         if self._kind[loop] == _NOT:
             loop, other = other, loop
         if self._kind[other] != _NOT or not self.unbounded_loop(loop):
             return None
-        excluded = self._args[other][0]
-        if self._args[loop][1] or any(self._boolean_flag[t] or self._open_flag[t]  # type: ignore[index]
+        excluded: int = self._args[other][0]  # type: ignore[assignment]
+        if self._args[loop][1] or any(self._boolean_flag[t] or self._open_flag[t]
                                       for t in (loop, excluded, tail)):
             return None
-        if self._unbounded(excluded):  # type: ignore[arg-type]
+        if self._unbounded(excluded):
             return None
         pieces, refs = self.derivative(tail)
         starts = 0
@@ -470,11 +475,11 @@ class TermStore:
         loop_starts = 0
         for bits, _ in self.derivative(loop)[0]:
             loop_starts |= bits
-        if refs or starts & (loop_starts | self.alphabet(excluded)):  # type: ignore[arg-type]
+        if refs or starts & (loop_starts | self.alphabet(excluded)):
             return None
         if not self._copies_hold(excluded, self._args[loop][0]):  # type: ignore[arg-type]
             return None
-        return self.seq(loop, tail), excluded, tail  # type: ignore[return-value]
+        return self.seq(loop, tail), excluded, tail
 
     def _copies_hold(self, strings: int, item: int, limit: int = 4096) -> bool:
         """Whether every string of the finite plain term ``strings`` is whole copies of
@@ -483,7 +488,7 @@ class TermStore:
         ``item*`` crosses into what follows exactly where it would from ``strings``
         (see :meth:`excluded_words`). Read through the DFA of ``item*``, at most
         ``limit`` pairs of a term and a DFA state."""
-        copies = self._copy_dfas.get(item, False)
+        copies: list[list[tuple[int, int]]] | None | Literal[False] = self._copy_dfas.get(item, False)
         if copies is False:
             copies = self._copy_dfas[item] = self.copy_automaton(item)
         if copies is None:
@@ -645,7 +650,7 @@ class TermStore:
         elif kind == _AND:
             found = max(map(self._shortest, args))  # type: ignore[arg-type]
         elif kind == _NOT:
-            found = 1 if self._nullable[args[0]] else 0  # type: ignore[index]
+            found = 1 if self._nullable[args[0]] else 0  # type: ignore[call-overload]
         elif kind == _LAZY and term in self._lazy_shortest:
             found = self._lazy_shortest.pop(term)()
         elif kind == _LAZY and term in self._forced:
@@ -918,7 +923,7 @@ class TermStore:
             found = self._derivatives[term] = _frozen(self._derive(term))
         return found
 
-    def _derive(self, term: int) -> Derivative:
+    def _derive(self, term: int) -> tuple[Pieces, dict[int, int] | Refs]:
         kind = self._kind[term]
         args = self._args[term]
         if kind in (_EMPTYSET, _EPS):
@@ -932,9 +937,9 @@ class TermStore:
         if kind == _SEQ:
             head, tail = args
             pieces, refs = self.derivative(head)  # type: ignore[arg-type]
-            out = [(bits, self.seq(nxt, tail)) for bits, nxt in pieces]  # type: ignore[arg-type]
+            out: Pieces = [(bits, self.seq(nxt, tail)) for bits, nxt in pieces]  # type: ignore[arg-type]
             out_refs = {r: self.seq(nxt, tail) for r, nxt in refs}  # type: ignore[arg-type]
-            if self._nullable[head]:  # type: ignore[index]
+            if self._nullable[head]:  # type: ignore[call-overload]
                 tail_pieces, tail_refs = self.derivative(tail)  # type: ignore[arg-type]
                 out = union_pieces(self, [out, tail_pieces])
                 for r, nxt in tail_refs:
@@ -1027,7 +1032,7 @@ class TermStore:
             nxt, refs = self.derivative_byte(head, byte)  # type: ignore[arg-type]
             out = self.seq(nxt, tail)  # type: ignore[arg-type]
             out_refs = {r: self.seq(n, tail) for r, n in refs}  # type: ignore[arg-type]
-            if self._nullable[head]:  # type: ignore[index]
+            if self._nullable[head]:  # type: ignore[call-overload]
                 tail_nxt, tail_refs = self.derivative_byte(tail, byte)  # type: ignore[arg-type]
                 out = self.alt([out, tail_nxt])
                 for r, n in tail_refs:
@@ -1085,13 +1090,14 @@ class TermStore:
         """The byte set ``x`` when ``term`` is ``x*`` or ``x*·tail`` for a class ``x`` of
         single bytes, else 0. Every string over ``x`` then starts a match of ``term``
         (when ``tail`` is not empty)."""
-        head = self._args[term][0] if self._kind[term] == _SEQ else term
-        if self._kind[head] != _REP:  # type: ignore[index]
+        head: int = self._args[term][0] if self._kind[term] == _SEQ else term  # type: ignore[assignment]
+        if self._kind[head] != _REP:
             return 0
-        item, lo, hi = self._args[head]  # type: ignore[index]
-        if lo or hi is not None or self._kind[item] != _BYTES:  # type: ignore[index]
+        item: int
+        item, lo, hi = self._args[head]  # type: ignore[assignment]
+        if lo or hi is not None or self._kind[item] != _BYTES:
             return 0
-        return self._args[item][0]  # type: ignore[index, return-value]
+        return self._args[item][0]  # type: ignore[return-value]
 
     def fingerprint(self, term: int) -> Fingerprint | None:
         """An id of a lexical term's structure, equal for equal structures in any store

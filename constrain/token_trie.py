@@ -32,9 +32,9 @@ from collections.abc import Sequence
 from dataclasses import dataclass
 from typing import Any
 
-from .utf8 import UTF8_INVALID, UTF8_STEP
-
 import numpy as np
+
+from .utf8 import UTF8_INVALID, UTF8_STEP
 
 __all__ = ["TokenTrie"]
 
@@ -87,7 +87,7 @@ class TokenTrie:
 
     def token_ids_of(self, strings: np.ndarray) -> np.ndarray:
         """Every token id whose bytes are one of the sorted strings ``strings``."""
-        ids = self.string_token[strings]
+        ids: np.ndarray = self.string_token[strings]
         if len(self.dup_token):
             extra = [self.dup_token[self.dup_ptr[s] : self.dup_ptr[s + 1]] for s in strings]
             ids = np.concatenate([ids, *extra])
@@ -97,9 +97,9 @@ class TokenTrie:
     def build(cls, token_bytes: Sequence[bytes | None]) -> TokenTrie:
         """Build the trie of every token with non-empty bytes."""
         by_string: dict[bytes, list[int]] = {}
-        for token_id, data in enumerate(token_bytes):
-            if data:
-                by_string.setdefault(data, []).append(token_id)
+        for token_id, token in enumerate(token_bytes):
+            if token:
+                by_string.setdefault(token, []).append(token_id)
         strings = sorted(by_string)
         n = len(strings)
         lengths = np.fromiter((len(s) for s in strings), dtype=np.int64, count=n)

@@ -11,7 +11,11 @@ from __future__ import annotations
 import numpy as np
 
 __all__ = [
-    "UTF8_BOUNDARY", "UTF8_INVALID", "UTF8_STEP", "UTF8_MULTIBYTE_EDGES", "utf8_byte_ranges",
+    "UTF8_BOUNDARY",
+    "UTF8_INVALID",
+    "UTF8_MULTIBYTE_EDGES",
+    "UTF8_STEP",
+    "utf8_byte_ranges",
 ]
 
 # The UTF-8 decoder as a DFA: 0 = at a character boundary, 1-3 = that many continuation

@@ -171,7 +171,7 @@ class TrieWalk:
             *self._strings, _NO_SEEDS if seeds is None else seeds, seeds is None, words,
             stack_nodes, stack_states, stack_items, ends,
         )
-        return ends[:n].copy()
+        return ends[:n].copy()  # type: ignore[no-any-return]
 
     def loop_plan(self, ascii_lo: int, ascii_hi: int, non_ascii: bool,
                   words: int) -> tuple[np.ndarray, np.ndarray]:
@@ -199,7 +199,7 @@ class TrieWalk:
             exits.flags.writeable = False
             found = (allowed, exits)
             self._loop_plans.offer(key, found)
-        return found  # type: ignore[return-value]
+        return found
 
     def _run(self, rows: np.ndarray, loops: tuple[np.ndarray, ...], state: int, count: int,
              words: np.ndarray, flip: int,

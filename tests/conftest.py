@@ -13,11 +13,11 @@ from typing import Any
 
 import pytest
 
+#: Multi-byte tokens of ``byte_vocab``, at ids 256.. in this order; EOS follows them.
+from byte_vocab_layout import BYTE_VOCAB_EOS, BYTE_VOCAB_EXTRA
+
 from constrain.errors import MissingDependencyError
 from constrain.vocab import Vocabulary
-
-#: Multi-byte tokens of ``byte_vocab``, at ids 256.. in this order; EOS follows them.
-from byte_vocab_layout import BYTE_VOCAB_EOS, BYTE_VOCAB_EXTRA  # noqa: E402
 
 
 def _tokenizer_cache(config: pytest.Config) -> Path | None:

@@ -18,7 +18,16 @@ from byte_vocab_layout import BYTE_VOCAB_EOS
 from constrain import walk_kernel
 from constrain.automaton import Automaton
 from constrain.grammar import (
-    Bytes, Grammar, alt, complement, intersect, literal, optional, ref, seq, star,
+    Bytes,
+    Grammar,
+    alt,
+    complement,
+    intersect,
+    literal,
+    optional,
+    ref,
+    seq,
+    star,
 )
 from constrain.masks import TokenMasks, mask_words
 from constrain.regex import parse_regex
@@ -512,8 +521,8 @@ def test_recurring_heads_share_plans_across_constraints(qwen_vocab: Vocabulary) 
         automaton = Automaton(schema_to_grammar(schema))
         shared = TokenMasks(automaton, vocab)
         plain = TokenMasks(automaton, vocab, use_compiled=False)
-        state = automaton.step_bytes(automaton.start, f'{{"{keys[0]}": '.encode())
-        for state in [state, *walk_states(automaton, seed=4, walks=12, max_len=30)]:
+        after_key = automaton.step_bytes(automaton.start, f'{{"{keys[0]}": '.encode())
+        for state in [after_key, *walk_states(automaton, seed=4, walks=12, max_len=30)]:
             assert np.array_equal(plain.mask(state), shared.mask(state)), state
         made.append(list(shared._plans.values()))  # alive, so their ids stay theirs
     ids = [{id(plan) for plan in plans} for plans in made]
