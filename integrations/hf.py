@@ -123,7 +123,7 @@ def apply_token_bitmask(logits: torch.Tensor, bitmask: torch.Tensor | np.ndarray
     """
     flat = logits.dim() == 1
     scores = logits.unsqueeze(0) if flat else logits
-    rows, width = scores.shape
+    _rows, _width = scores.shape  # also checks that scores is 2-D
     if (scores.device.type == "cpu" and scores.dtype in (torch.float32, torch.float64)
             and not scores.requires_grad):
         out = _apply_numpy(scores if inplace else scores.clone(), bitmask)
