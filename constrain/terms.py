@@ -21,7 +21,9 @@ instead of unrolling, and intersection and complement directly, so ``(a|b)*a(a|b
 from __future__ import annotations
 
 import heapq
+import math
 import threading
+from collections import deque
 from collections.abc import Callable, Iterable
 from typing import Any, Literal, cast
 
@@ -49,6 +51,9 @@ _OTHER_BYTE_COST = 4
 # subset of members: exponential). 2 left Github_medium/o25692's searches 6x slower than
 # 8; 8 to 64 measured alike.
 _ESTIMATE_WEIGHT = 8
+# Pairs of positions TermStore._fewest_units may visit before leaving the question to the
+# emptiness search (a pattern's automaton times a character's few positions).
+_FEWEST_UNITS_BUDGET = 20_000
 
 Pieces = list[tuple[int, int]] | tuple[tuple[int, int], ...]
 # For each rule reference that may come first: (rule, successor after the rule's text).
@@ -93,6 +98,7 @@ class TermStore:
         self._shortest_known: dict[int, int] = {}
         self._lazy_shortest: dict[int, Callable[[], int]] = {}
         self._lazy_live: dict[int, Callable[[], bool]] = {}
+        self._fewest_known: dict[tuple[int, int, int], float | None] = {}
         self.max_liveness_search = 200_000
         self.rule_nullable: list[bool] = list(rule_nullable)
         # The largest count of a counted repeat made so far (x{lo,hi}: hi, or lo when
@@ -413,9 +419,11 @@ class TermStore:
                 result = lo == 0 or self.is_live(item)  # type: ignore[arg-type]
             self._live[term] = result
             return result
-        if kind == _AND and self._infinite_minus_finite(term):
-            self._live[term] = True
-            return True
+        if kind == _AND:
+            known = True if self._infinite_minus_finite(term) else self._counted_live(term)
+            if known is not None:
+                self._live[term] = known
+                return known
         return self._search_live(term)
 
     def _infinite_minus_finite(self, term: int) -> bool:
@@ -436,6 +444,102 @@ class TermStore:
             elif self._unbounded(inner):  # type: ignore[arg-type]
                 return False
         return positive == 1
+
+    def _counted_live(self, term: int) -> bool | None:
+        """Whether the intersection ``term`` of a plain language ``A`` with ``x·C{lo,hi}``
+        (a string's length bound: the rest ``x`` of a character, then ``lo`` to ``hi``
+        characters) is live, from the fewest units ``C`` a string of ``A`` in that form
+        needs, which does not depend on ``lo`` and ``hi`` and so is found once for all
+        the counts a string's states go through (searched per count, a pattern with a
+        ``maxLength`` cost a search at every character, 0.4 ms each); ``None`` where the
+        term is of no such form, or the fewest is below ``lo`` (then a longer string
+        may still fit: the caller searches)."""
+        items = self._args[term]
+        if len(items) != 2:
+            return None
+        forms = []
+        for side, other in ((items[0], items[1]), (items[1], items[0])):
+            counted = self._counted_tail(side)  # type: ignore[arg-type]
+            if counted is not None and self.is_plain(other):  # type: ignore[arg-type]
+                forms.append((counted, other))
+        # Both sides may be counted (a pattern's own x{2}): the larger bound first.
+        for (prefix, unit, lo, hi), other in sorted(forms, key=lambda f: -f[0][3]):
+            fewest = self._fewest_units(other, prefix, unit)  # type: ignore[arg-type]
+            if fewest is not None and fewest >= lo:
+                return fewest <= hi
+        return None
+
+    def _counted_tail(self, term: int) -> tuple[int, int, int, int] | None:
+        """``(x, C, lo, hi)`` where ``term`` is ``x·C{lo,hi}``, all plain, ``hi`` finite and
+        ``C`` never empty (``x`` is ``EPS`` where nothing precedes the repeat)."""
+        kinds, args = self._kind, self._args
+        heads: list[int] = []
+        while kinds[term] == _SEQ:
+            head, term = cast(tuple[int, int], args[term])
+            heads.append(head)
+        if kinds[term] != _REP:
+            return None
+        unit, lo, hi = cast(tuple[int, int, "int | None"], args[term])
+        if hi is None or self._nullable[unit] or not self.is_plain(term):
+            return None
+        if not all(self.is_plain(h) for h in heads):
+            return None
+        return self.seq_all(heads), unit, lo, hi
+
+    def _fewest_units(self, plain: int, prefix: int, unit: int) -> float | None:
+        """The fewest ``unit`` strings after a string of ``prefix`` that make a string of
+        ``plain`` (``inf`` where none does); ``None`` past a budget (memoized).
+
+        A shortest path over pairs of ``plain``'s and the units' derivatives, where
+        finishing a unit costs 1 and a byte nothing (0-1 breadth first: a deque whose
+        free moves go in front).
+        """
+        key = (plain, prefix, unit)
+        if key in self._fewest_known:
+            return self._fewest_known[key]
+        boundary = -1  # between units: the next one starts, or the string may end
+        best: dict[tuple[int, int, bool], int] = {}
+        todo: deque[tuple[int, int, int, bool]] = deque()
+
+        def reach(cost: int, at: int, inside: int, in_prefix: bool) -> None:
+            node = (at, inside, in_prefix)
+            if best.get(node, cost + 1) > cost:
+                best[node] = cost
+                if cost == todo_cost[0]:
+                    todo.appendleft((cost, at, inside, in_prefix))
+                else:
+                    todo.append((cost, at, inside, in_prefix))
+
+        todo_cost = [0]
+        if self._nullable[prefix]:
+            reach(0, plain, boundary, False)
+        if prefix != EPS:
+            reach(0, plain, prefix, True)
+        fewest: float | None = math.inf
+        while todo:
+            cost, at, inside, in_prefix = todo.popleft()
+            if best[(at, inside, in_prefix)] < cost:
+                continue
+            todo_cost[0] = cost
+            if inside == boundary:
+                if self._nullable[at]:
+                    fewest = cost
+                    break
+                inside = unit
+            if len(best) > _FEWEST_UNITS_BUDGET:
+                fewest = None
+                break
+            at_pieces = self.derivative(at)[0]
+            for bits, inner in self.derivative(inside)[0]:
+                for at_bits, after in at_pieces:
+                    if not bits & at_bits:
+                        continue
+                    if self._nullable[inner]:  # the unit (or the prefix) is finished
+                        reach(cost + (not in_prefix), after, boundary, False)
+                    if self.derivative(inner)[0]:
+                        reach(cost, after, inner, in_prefix)
+        self._fewest_known[key] = fewest
+        return fewest
 
     def excluded_words(self, term: int) -> tuple[int, int, int] | None:
         """For ``(x* & ~K)·tail``, with ``K`` finite, plain and free of the bytes ``tail``

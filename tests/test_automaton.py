@@ -54,6 +54,8 @@ from constrain.grammar import (
     star,
 )
 from constrain.regex import parse_regex
+from constrain.terms import _AND, TermStore
+from constrain.terms import EPS as EMPTY_STRING
 from constrain.vocab import Vocabulary
 
 DEAD = Automaton.DEAD
@@ -1170,9 +1172,11 @@ def test_bounded_emptiness_check_gives_up_without_forgetting() -> None:
     store = TermStore()
     a = store.byte_set([ord("a")])
     at_least_40 = store.repeat(a, 40, None)
-    at_most_50 = store.repeat(a, 0, 50)
-    both = store.intersect([at_least_40, at_most_50])  # a{40,50}: live, found deep
-    disjoint = store.intersect([at_least_40, store.repeat(a, 0, 39)])  # empty
+    # Neither a count bound nor an infinite language less a finite one, which are decided
+    # from their form (see test_a_pattern_under_a_length_bound_needs_no_search).
+    even = store.repeat(store.seq(a, a), 0, None)
+    both = store.intersect([at_least_40, even])  # (aa){20,}: live, found deep
+    disjoint = store.intersect([at_least_40, store.complement(store.repeat(a, 0, None))])
     assert store.is_live_within(both, 10) is None
     assert store.is_live_within(disjoint, 10) is None
     assert store.is_live(both) is True and store.is_live(disjoint) is False
@@ -1202,6 +1206,97 @@ def test_infinite_less_finitely_many_strings_is_live_without_a_search() -> None:
     assert not store.is_live(store.intersect([aa, store.complement(aa)]))
     assert not store.is_live(store.intersect([store.repeat(a, 1, None),
                                               store.complement(store.repeat(a, 0, None))]))
+
+
+# Plain languages over a, b, é (two bytes) and the escape \\n (two bytes), as nested
+# tuples: the other side of a length bound in the tests below.
+_PLAIN_TREES = st.recursive(
+    st.sampled_from([b"a", b"b", b"ab", "é".encode(), b"\\n", b"\\"]),
+    lambda inner: st.one_of(
+        st.tuples(st.just("seq"), inner, inner),
+        st.tuples(st.just("alt"), inner, inner),
+        st.tuples(st.just("rep"), inner, st.integers(0, 2), st.sampled_from([None, 0, 2]))),
+    max_leaves=6)
+
+
+def _plain_term(store: TermStore, tree: object) -> int:
+    if isinstance(tree, bytes):  # one byte set ("ab"), or a literal of several bytes
+        if tree == b"ab":
+            return store.byte_set(tree)
+        return store.seq_all([store.byte_set([b]) for b in tree])
+    assert isinstance(tree, tuple)
+    if tree[0] == "rep":
+        lo, more = tree[2], tree[3]  # at least lo copies, and up to ``more`` more
+        return store.repeat(_plain_term(store, tree[1]), lo, None if more is None else lo + more)
+    parts = [_plain_term(store, t) for t in tree[1:]]
+    return store.seq(*parts) if tree[0] == "seq" else store.alt(parts)
+
+
+def _reaches_an_end(store: TermStore, term: int, limit: int = 20_000) -> bool | None:
+    """Whether some string is in ``term``'s language, by derivatives and nullability alone
+    (never ``is_live``); ``None`` past ``limit`` terms."""
+    seen, todo = {term}, [term]
+    while todo:
+        t = todo.pop()
+        if store.nullable(t):
+            return True
+        for _, nxt in store.derivative(t)[0]:
+            if nxt not in seen:
+                seen.add(nxt)
+                todo.append(nxt)
+        if len(seen) > limit:
+            return None
+    return False
+
+
+@settings(max_examples=150, deadline=None, suppress_health_check=[HealthCheck.too_slow])
+@given(_PLAIN_TREES, st.integers(0, 4), st.integers(0, 6), st.booleans())
+def test_a_length_bound_is_decided_from_the_fewest_characters(
+        tree: object, lo: int, extra: int, mid_character: bool) -> None:
+    """``A & x·C{lo,hi}`` (a pattern and a string's length bound, ``C`` one character) is
+    live exactly when some string of ``A`` has that form, at the intersection and at every
+    derivative of it (where the counts go down and ``x`` is the rest of a character)."""
+    from constrain.terms import TermStore
+
+    store = TermStore()
+    byte = store.byte_set
+    unit = store.alt([byte(b"a"), byte(b"b"), store.seq(byte(b"\xc3"), byte(b"\xa9")),
+                      store.seq(byte(b"\\"), byte(b"n"))])
+    prefix = byte(b"\xa9") if mid_character else EMPTY_STRING
+    bound = store.seq(prefix, store.repeat(unit, lo, lo + extra))
+    pattern = _plain_term(store, tree)
+    if mid_character:  # the pattern too starts inside an é
+        pattern = store.seq(byte(b"\xa9"), pattern)
+    todo, seen, decided = [store.intersect([pattern, bound])], set(), 0
+    while todo and len(seen) < 60:
+        term = todo.pop()
+        if term in seen or store._kind[term] != _AND:
+            continue
+        seen.add(term)
+        fast = store._counted_live(term)
+        if fast is not None:
+            decided += 1
+            assert fast == _reaches_an_end(store, term), store.show(term)
+        todo.extend(nxt for _, nxt in store.derivative(term)[0])
+    if lo == 0 and extra and not mid_character:  # the intersection itself has the form
+        assert decided
+
+
+def test_a_pattern_under_a_length_bound_needs_no_search() -> None:
+    """A JSON string's ``maxLength`` with a ``pattern``: every count the string passes
+    through is decided without an emptiness search, live or not."""
+    from constrain.terms import TermStore
+
+    store = TermStore()
+    letter, at = store.byte_set(b"abc"), store.byte_set(b"@")
+    email = store.seq_all([store.repeat(letter, 1, None), at, store.repeat(letter, 3, None)])
+    store.max_liveness_search = 0  # any search fails at once
+    chars = store.alt([letter, at])
+    assert store.is_live(store.intersect([email, store.repeat(chars, 0, 225)]))
+    assert store.is_live(store.intersect([email, store.repeat(chars, 5, 5)]))
+    assert not store.is_live(store.intersect([email, store.repeat(chars, 0, 4)]))
+    after_a = store.derivative(store.intersect([email, store.repeat(chars, 0, 6)]))[0]
+    assert [store.is_live(t) for _, t in after_a] == [True]  # "a" then at least "@aaa"
 
 
 def test_a_dropped_automaton_is_freed_without_the_garbage_collector() -> None:
