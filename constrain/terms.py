@@ -455,7 +455,9 @@ class TermStore:
         term is of no such form, or the fewest is below ``lo`` (then a longer string
         may still fit: the caller searches)."""
         items = self._args[term]
-        if len(items) != 2:
+        # Both sides plain (O(1) flags) before walking either's spine: an intersection of
+        # pieces of structure (an overlapping oneOf's objects) is never of this form.
+        if len(items) != 2 or not all(self.is_plain(i) for i in items):  # type: ignore[arg-type]
             return None
         forms = []
         for side, other in ((items[0], items[1]), (items[1], items[0])):
