@@ -48,7 +48,10 @@ def _sample() -> list[Path]:
 @pytest.mark.parametrize("path", _sample(), ids=lambda p: f"{p.parent.name}/{p.name}")
 def test_maskbench_schema(path: Path) -> None:
     record = _bench().check_schema_file(str(path), BUDGET_S)
-    if record["error"] in ("unsupported", "timeout"):
-        pytest.skip(f"{record['error']}: {record['keyword'] or ''} {record['detail'] or ''}")
+    if record["error"] == "timeout":
+        pytest.skip(f"over the {BUDGET_S:g} s budget before every instance was checked "
+                    "(counted, not failed: see the module docstring)")
+    if record["error"] == "unsupported":
+        pytest.skip(f"refused: {record['keyword'] or ''} {record['detail'] or ''}")
     assert record["error"] is None, record["detail"]
     assert not record["failures"], json.dumps(record["failures"])
