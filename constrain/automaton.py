@@ -32,6 +32,7 @@ import numpy as np
 
 from . import grammar as ir
 from .errors import GrammarError, ResourceLimitError
+from .member_sets import MemberSets
 from .terms import EMPTYSET, EPS, Fingerprint, TermStore
 from .utf8 import utf8_byte_ranges
 
@@ -167,8 +168,9 @@ class Automaton:
         # and a tail nor into structured alternatives.
         self.regular = len(self.rule_terms) == 1 and self.terms.is_lexical(self.rule_terms[0])
         # Set by build_all when the states double level after level (a union of positions
-        # that keeps growing, as in ``(a|b)*a(a|b){20}``): decoding meets new states at
-        # every step, while the members of their unions stay few.
+        # that keeps growing, as in ``(a|b)*a(a|b){20}``) in a plain language (no
+        # intersection or complement): decoding meets new states at every step, while the
+        # members of their unions stay few (see _step_members).
         self.exponential = False
         self._check_left_recursion()
         self._lock = threading.RLock()
@@ -184,6 +186,10 @@ class Automaton:
         # them; reading them back from a 256-entry row costs more than the row took).
         self._successors: dict[int, tuple[int, ...]] = {}
         self._codes: dict[int, Code | None] = {}
+        # Used once the automaton is found exponential (see _step_members).
+        self._member_sets = MemberSets(self.terms)
+        self._bits_of_state: dict[int, int] = {}
+        self._state_of_bits: dict[int, int] = {}
         self._rows[self.DEAD] = self.DEAD
         self._accepting = np.zeros(64, dtype=bool)
         start_rule = self._rule_index[grammar.start]
@@ -579,8 +585,8 @@ class Automaton:
         for i, byte in enumerate(data):
             if rows.item(state, 0) >= 0:  # .item: a Python int, ~3x cheaper than indexing
                 state = rows.item(state, byte)
-            elif self.exponential and len(data) - i > 1:
-                return self._step_members(state, data[i:])
+            elif self.exponential:
+                return self._step_members(state, data[i:] if i else data)
             else:
                 found = steps.get((state, byte))
                 if found is None:
@@ -592,26 +598,56 @@ class Automaton:
         return state
 
     def _step_members(self, state: int, data: bytes) -> int:
-        """:meth:`step_bytes` from a state of an :attr:`exponential` (hence regular)
-        automaton that has no row: the members of its term's union are derived through
-        all of ``data`` and joined once at the end, instead of making a union term and a
-        state after every byte (new at almost every step there)."""
-        _ensure_recursion_limit()
-        t = self.terms
+        """:meth:`step_bytes` from a state of an :attr:`exponential` automaton that has
+        no row: its members' bitset (see :class:`~constrain.member_sets.MemberSets`)
+        through all of ``data``, and a union term and a state made once, at the end, for
+        a set of members not met before (a row makes them after every byte, and decoding
+        meets new ones at almost every step)."""
+        sets = self._member_sets
         with self._lock:
+            bits = self.member_bits(state)
+            following = sets.step(bits, data)
+            found = self._state_of_bits.get(following)
+            if found is None:
+                stack = (self._push(EMPTY_STACK, self.terms.union_of(sets.members(following)))
+                         if following else DEAD_STACK)
+                found = self.DEAD if stack == DEAD_STACK else self._intern((stack,))
+                self._state_of_bits[following] = found
+                if found != self.DEAD:
+                    self._bits_of_state.setdefault(found, following)
+            return found
+
+    def member_bits(self, state: int) -> int:
+        """The bitset of ``state``'s union members, in an :attr:`exponential` automaton
+        (see :class:`~constrain.member_sets.MemberSets`)."""
+        found = self._bits_of_state.get(state)
+        if found is None:
+            sets = self._member_sets
             (stack,) = self._configs[state]
-            members = set(t.alternatives(self._stack_frames[stack][0]))
-            for byte in data:
-                following: set[int] = set()
-                for member in members:
-                    nxt = t.derivative_byte(member, byte)[0]
-                    if nxt != EMPTYSET:
-                        following.update(t.alternatives(nxt))
-                if not following:
-                    return self.DEAD
-                members = following
-            stack = self._push(EMPTY_STACK, t.alt(members))
-            return self.DEAD if stack == DEAD_STACK else self._intern((stack,))
+            top = self._stack_frames[stack][0]
+            found = self._bits_of_state[state] = sets.bitset_of(self.terms.alternatives(top))
+            self._state_of_bits.setdefault(found, state)
+        return found
+
+    def uncovered_members(self, state: int, limit: int) -> int | None:
+        """For a state of an :attr:`exponential` automaton: the bitset of its members
+        that no loop of another one covers (see :meth:`members`), whose masks make its
+        own; ``None`` where there are more than ``limit`` of them, or fewer than two
+        members to begin with."""
+        sets = self._member_sets
+        with self._lock:
+            members = self.member_bits(state)
+            if not members & (members - 1):  # one member: the state is its own
+                return None
+            bits = sets.uncovered(members)
+        return None if bits.bit_count() > limit else bits
+
+    def member_states(self, bits: int) -> list[int]:
+        """The states of the members in ``bits`` (see :meth:`uncovered_members`)."""
+        sets = self._member_sets
+        with self._lock:
+            stacks = {self._push(EMPTY_STACK, term) for term in sets.members(bits)}
+            return [self._intern((s,)) for s in stacks - {DEAD_STACK}]
 
     def _step(self, state: int, byte: int) -> int:
         _ensure_recursion_limit()
@@ -1000,8 +1036,8 @@ class Automaton:
         (``[0-9]{1,1000}``: a state per count), or, in an infinite language,
         breadth-first levels that double twice in a row up to more than 8 states
         (``(a|b)*a(a|b){20}``, whose states double with every byte up to 2**21; a single
-        wide level is the inside of multi-byte characters); then :attr:`exponential` is
-        set.
+        wide level is the inside of multi-byte characters); then, in a plain language
+        (no intersection or complement), :attr:`exponential` is set.
 
         >>> from constrain.grammar import Grammar, literal, alt
         >>> a = Automaton(Grammar.single(alt(literal("ab"), literal("b"))))
@@ -1033,7 +1069,8 @@ class Automaton:
                 return False
             width = len(following)
             if (self.terms.has_loop and width > 8 and width >= 2 * widths[-1]
-                    and widths[-1] >= 2 * widths[-2]):
+                    and widths[-1] >= 2 * widths[-2]
+                    and self.terms.is_plain(self.rule_terms[0])):
                 self.exponential = True
                 return False
             widths.append(width)

@@ -122,8 +122,9 @@ class CompiledConstraint:
             runs = self._masks.runs
             # Inside a counted run, from a state without a row (one built ahead steps
             # faster through the rows): the bytes of the token would build a row per count.
-            served = (runs.lookup(state)
-                      if state != Automaton.DEAD and not self.automaton.has_row(state) else None)
+            automaton = self.automaton
+            served = (runs.lookup(state) if state != Automaton.DEAD and not automaton.exponential
+                      and not automaton.has_row(state) else None)
             if served is not None:
                 found = runs.step(state, served, token, self.token_step)
             else:

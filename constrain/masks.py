@@ -99,6 +99,7 @@ class TokenMasks:
         # Reentrant: a union's mask is made from its members' masks (see _union_mask).
         self._lock = threading.RLock()
         self._unions: dict[tuple[int, ...], np.ndarray] = {}
+        self._member_unions: dict[tuple[int, bool], np.ndarray] = {}  # (members, may end)
         self._sizes: dict[int, int] = {}
         self._holding: dict[tuple[int, int], bool] = {}
         # Per automaton state: ASCII characters it may consume as a run (bits 0-63, 64-127),
@@ -138,6 +139,11 @@ class TokenMasks:
         found = self._masks.get(state)
         if found is None:
             twin = state
+            if self.automaton.exponential and state != Automaton.DEAD:
+                found = self._members_mask(state)
+                if found is not None:
+                    self._masks[state] = found
+                    return found
             if state != Automaton.DEAD:
                 served = self.runs.lookup(state)
                 if served is not None:  # from the loop's mask (see counted_runs)
@@ -230,11 +236,6 @@ class TokenMasks:
         trie = self.trie
         accepting = state != Automaton.DEAD and self.automaton.is_accepting(state)
         automaton = self.automaton
-        members = None
-        if automaton.exponential and state != Automaton.DEAD:
-            members = automaton.members(state, _MAX_MEMBERS, uncovered=True)
-        if members is not None:
-            return self._union_mask(members, accepting)
         if state != Automaton.DEAD and trie.max_depth and self.use_compiled:
             if automaton.regular:  # no plans to compose: one walk, kept by nobody else
                 packed = self._walk_whole(state, None).view(np.int32)
@@ -251,6 +252,22 @@ class TokenMasks:
             packed |= self._eos_words
         packed.flags.writeable = False
         return packed
+
+    def _members_mask(self, state: int) -> np.ndarray | None:
+        """The mask of a state of an exponential automaton from its members' (see
+        :meth:`_union_mask`), memoized per set of members left and whether it may end;
+        ``None`` where it has fewer than two members or too many are left."""
+        automaton = self.automaton
+        bits = automaton.uncovered_members(state, _MAX_MEMBERS)
+        if bits is None:
+            return None
+        key = (bits, automaton.is_accepting(state))
+        found = self._member_unions.get(key)
+        if found is None:
+            with self._lock:
+                found = self._member_unions[key] = self._union_mask(
+                    automaton.member_states(bits), key[1])
+        return found
 
     def _union_mask(self, members: list[int], accepting: bool) -> np.ndarray:
         """The mask of a union from its members (``Automaton.members(...,

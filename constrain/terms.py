@@ -251,6 +251,21 @@ class TermStore:
             return factored
         return self._make(_ALT, tuple(merged), any(map(self._nullable.__getitem__, merged)))
 
+    def union_of(self, members: Iterable[int]) -> int:
+        """The union of ``members``, none of them a union or ``EMPTYSET`` (the
+        alternatives of other unions), as one term per set of members: unlike
+        :meth:`alt`, byte sets are not merged nor heads factored, so the same language may
+        also have another term, and making it costs a sort and a lookup."""
+        ordered = tuple(sorted(members))
+        if len(ordered) == 1:
+            return ordered[0]
+        if not ordered:
+            return EMPTYSET
+        found = self._ids.get((_ALT, *ordered))
+        if found is not None:
+            return found
+        return self._make(_ALT, ordered, any(map(self._nullable.__getitem__, ordered)))
+
     def _factor_heads(self, members: list[int]) -> int | None:
         """``a·p | a·q | r`` as ``a·(p|q) | r`` where ``a`` is a run of a byte class
         (None when no two concatenations start with the same run). Derivatives of a union whose members start alike (bounded whitespace

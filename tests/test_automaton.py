@@ -1325,9 +1325,10 @@ def test_a_dropped_automaton_is_freed_without_the_garbage_collector() -> None:
 
 
 def test_exponential_automaton_steps_through_a_token_to_the_same_state() -> None:
-    """An exponential automaton follows a multi-byte token by deriving its union's members
-    through all of it and joining them once; the state reached is the one byte-by-byte
-    steps reach (terms are canonical), on random strings, rejections included."""
+    """An exponential automaton follows a multi-byte token through its union's members
+    (a bitset) and makes the state once, at the end; the state reached is the one
+    byte-by-byte steps reach, on random strings, rejections included (see
+    tests/test_member_sets.py for the verdicts against ``re``)."""
     a = Automaton(g1(seq(star(AB), A_, repeat(AB, 12, 12), literal("c"))))
     assert not a.build_all(128) and a.exponential
     rng = random.Random(7)

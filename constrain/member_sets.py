@@ -1,0 +1,169 @@
+"""Sets of union members as bitsets: the states of an exponential regular automaton.
+
+Where a regular automaton's states double with every byte (``(a|b)*a(a|b){20}``: 2**21
+states), each state is a union whose members recur: the derivative of a union is the union
+of its members' derivatives. :class:`MemberSets` numbers the members it meets (the nodes of
+a nondeterministic automaton) and represents a state by the bitset of its members, so a
+decoding step is a few table lookups per byte instead of a new union term per byte, and a
+state's mask key (the members no loop of another one covers, see
+:meth:`~constrain.automaton.Automaton.members`) is a few bit operations.
+
+A byte's successor of a bitset is the OR of its members' successors, looked up eight
+members at a time (one table entry per byte, group and group value, made when first met).
+
+>>> from constrain.regex import parse_regex
+>>> from constrain.automaton import Automaton
+>>> from constrain.grammar import Grammar
+>>> a = Automaton(Grammar.single(parse_regex("[ab]*a[ab]{3}")))
+>>> sets = MemberSets(a.terms)
+>>> s = sets.bitset_of(a.terms.alternatives(a.rule_terms[0]))
+>>> s = sets.step(s, b"ab")
+>>> len(sets.members(s)), sets.nullable(s), sets.nullable(sets.step(s, b"ab"))
+(2, False, True)
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterable
+
+from .terms import EMPTYSET, TermStore
+
+__all__ = ["MemberSets"]
+
+_GROUP = 8  # members per table lookup
+_GROUP_MASK = (1 << _GROUP) - 1
+
+
+class MemberSets:
+    """Members of unions numbered as nodes, and their successors by byte, as bitsets.
+
+    For plain terms only (no intersection, complement or rule reference: every member is
+    live and its successors are its derivative's alternatives). Not thread-safe: the
+    automaton that owns it serialises access.
+    """
+
+    def __init__(self, terms: TermStore) -> None:
+        self._terms = terms
+        self._node_of: dict[int, int] = {}
+        self._term_of: list[int] = []
+        self._nullable = 0  # nodes whose term matches the empty string
+        self._loops = 0  # nodes starting with a loop over a byte class (x*·tail)
+        self._loop_bits: list[int] = []  # per node: that class (0: none)
+        self._alphabets: list[int] = []  # per node: every byte its term may consume
+        self._covers: dict[int, int] = {}  # loop node -> nodes its loop covers
+        self._successors: list[dict[int, int]] = []  # per node: byte -> bitset
+        self._groups: dict[tuple[int, int, int], int] = {}  # (byte, group, value) -> bitset
+
+    def bitset_of(self, members: Iterable[int]) -> int:
+        """The bitset of these member terms (numbered on first sight)."""
+        bits = 0
+        for term in members:
+            node = self._node_of.get(term)
+            if node is None:
+                node = self._add(term)
+            bits |= 1 << node
+        return bits
+
+    def _add(self, term: int) -> int:
+        node = len(self._term_of)
+        self._node_of[term] = node
+        self._term_of.append(term)
+        t = self._terms
+        if t.nullable(term):
+            self._nullable |= 1 << node
+        loop = t.free_prefix(term)
+        self._loop_bits.append(loop)
+        if loop:
+            self._loops |= 1 << node
+        self._alphabets.append(t.alphabet(term))
+        self._successors.append({})
+        self._covers.clear()  # a cover holds the nodes numbered before it was made
+        return node
+
+    def members(self, bits: int) -> list[int]:
+        """The member terms of ``bits``, by node."""
+        out = []
+        node = 0
+        while bits:
+            if bits & 1:
+                out.append(self._term_of[node])
+            bits >>= 1
+            node += 1
+        return out
+
+    def nullable(self, bits: int) -> bool:
+        """Whether the union of ``bits`` matches the empty string."""
+        return bool(bits & self._nullable)
+
+    def step(self, bits: int, data: bytes) -> int:
+        """The bitset after ``data`` (0 when no member takes it)."""
+        groups = self._groups
+        for byte in data:
+            following = 0
+            group = 0
+            rest = bits
+            while rest:
+                value = rest & _GROUP_MASK
+                if value:
+                    key = (byte, group, value)
+                    found = groups.get(key)
+                    if found is None:
+                        found = groups[key] = self._group_successor(byte, group, value)
+                    following |= found
+                rest >>= _GROUP
+                group += 1
+            if not following:
+                return 0
+            bits = following
+        return bits
+
+    def _group_successor(self, byte: int, group: int, value: int) -> int:
+        out = 0
+        node = group * _GROUP
+        while value:
+            if value & 1:
+                successors = self._successors[node]
+                found = successors.get(byte)
+                if found is None:
+                    nxt = self._terms.derivative_byte(self._term_of[node], byte)[0]
+                    found = 0 if nxt == EMPTYSET else self.bitset_of(
+                        self._terms.alternatives(nxt))
+                    successors[byte] = found
+                out |= found
+            value >>= 1
+            node += 1
+        return out
+
+    def uncovered(self, bits: int) -> int:
+        """``bits`` without the members whose every byte the loop at the start of another
+        member takes (any string of such bytes starts a match of that other member, so
+        their tokens are allowed there already); of members with equal loops, the one
+        with the lowest node stays."""
+        # A loop skipped here is covered by one met before, which stays unless a later
+        # one covers it, and then that one covers whatever it covered (covering is
+        # transitive): some member of every chain stays.
+        loops = bits & self._loops
+        covered = 0
+        node = 0
+        while loops:
+            if loops & 1 and not covered >> node & 1:
+                cover = self._covers.get(node)
+                if cover is None:
+                    cover = self._covers[node] = self._cover(node)
+                covered |= cover
+            loops >>= 1
+            node += 1
+        return bits & ~covered
+
+    def _cover(self, node: int) -> int:
+        loop = self._loop_bits[node]
+        cover = 0
+        for other, alphabet in enumerate(self._alphabets):
+            if other != node and not alphabet & ~loop:
+                cover |= 1 << other
+        return cover
+
+    @property
+    def size(self) -> int:
+        """How many members have been numbered."""
+        return len(self._term_of)
