@@ -24,7 +24,7 @@ from __future__ import annotations
 from collections.abc import Callable, Iterable, Mapping
 from dataclasses import dataclass, field
 from functools import cached_property
-from typing import Any
+from typing import Any, cast
 
 from .grammar import Alt, Expr, alt, complement, contents, intersect
 
@@ -149,7 +149,28 @@ class RefTracker:
         if all(i.values is not None for i in items):
             values = tuple(v for i in items for v in i.values or ())
         opaque = frozenset(t for i in items for t in i.opaque)
-        return Typed(merged, frozenset(whole) - opaque, values, opaque=opaque)
+        return Typed(merged, frozenset(whole) - opaque, values,
+                     keys=self._union_keys(items), opaque=opaque)
+
+    def _union_keys(self, items: list[Typed]) -> ObjectKeys | None:
+        """What every object part of ``items`` says (``None`` if one says nothing): the
+        keys all require, with the union of their values, and the keys all forbid, so
+        that a ``oneOf`` of ``anyOf`` branches still sees a key one side requires and the
+        other forbids."""
+        objects = [i for i in items if "object" in i.parts]
+        if not objects or any(i.keys is None or "object" in i.opaque for i in objects):
+            return None
+        if len(objects) == 1:
+            return objects[0].keys
+        facts = [cast(ObjectKeys, i.keys) for i in objects]
+        required = {
+            key: self.union(f.required[key] for f in facts)
+            for key in facts[0].required if all(key in f.required for f in facts[1:])}
+        allowed = frozenset().union(*(f.allowed for f in facts))
+        candidates = allowed.union(*(f.forbidden for f in facts))
+        forbidden = frozenset(key for key in candidates if all(f.forbids(key) for f in facts))
+        return ObjectKeys(required, allowed - forbidden, forbidden,
+                          all(f.closed for f in facts))
 
     def intersect(self, items: Iterable[Typed], negative: bool = False) -> Typed:
         """Values accepted by every item. Partial parts that reference rules are replaced by
