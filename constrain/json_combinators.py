@@ -253,7 +253,8 @@ class Combinators:
                 for key, value in x.keys.required.items():
                     if y.keys.forbids(key):
                         return True
-                    other = y.keys.required.get(key)
+                    # A value both may hold where the key is present: x always has it.
+                    other = y.keys.present_values(key)
                     if other is not None and all(self.disjoint(value, other, u)
                                                  for u in JSON_TYPES):
                         return True

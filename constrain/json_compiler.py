@@ -497,8 +497,17 @@ class Compiler:
             extras = self._extras(spec, regions, listed_keys, negative)
         order = "any" if negative or options.property_order == "any" else "schema"
         refs = any(self.refs.has_ref(m.value) for m in (*listed, *extras))
+        def value_of(key: str) -> Typed | None:
+            if spec.names and not all(self.dialect.is_valid(n, key) for n in spec.names):
+                return EMPTY_TYPED
+            try:
+                return self.value(spec.value_nodes(key), negative)
+            except UnsupportedSchemaError:  # asked only to prove disjointness: unknown
+                return None
+
         keys = ObjectKeys(required_values, frozenset(allowed),
-                          frozenset(k for k in listed_keys if k not in allowed), not extras)
+                          frozenset(k for k in listed_keys if k not in allowed), not extras,
+                          value_of)
         low, high = spec.min_properties, spec.max_properties
         intersection_ok = not refs or (self.refs_in_and and order == "any")
         expr = object_language(syn, listed, extras, low, high, order=order,

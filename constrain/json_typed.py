@@ -55,9 +55,19 @@ class ObjectKeys:
     allowed: frozenset[str]
     forbidden: frozenset[str]
     closed: bool
+    value_of: Callable[[str], Typed | None] | None = field(default=None, compare=False)
+    """When known: the values ``key`` may hold where it is present (listed or not;
+    exact, or larger; ``None``: not known), made when asked."""
 
     def forbids(self, key: str) -> bool:
         return key in self.forbidden or (self.closed and key not in self.allowed)
+
+    def present_values(self, key: str) -> Typed | None:
+        """The values ``key`` may hold where present (``None``: not known)."""
+        found = self.required.get(key)
+        if found is None and self.value_of is not None:
+            found = self.value_of(key)
+        return found
 
 
 @dataclass(frozen=True)
@@ -169,8 +179,13 @@ class RefTracker:
         allowed = frozenset().union(*(f.allowed for f in facts))
         candidates = allowed.union(*(f.forbidden for f in facts))
         forbidden = frozenset(key for key in candidates if all(f.forbids(key) for f in facts))
+        value_of = None
+        if all(f.value_of is not None for f in facts):
+            def value_of(key: str) -> Typed | None:
+                values = [f.present_values(key) for f in facts]
+                return None if None in values else self.union(cast(list[Typed], values))
         return ObjectKeys(required, allowed - forbidden, forbidden,
-                          all(f.closed for f in facts))
+                          all(f.closed for f in facts), value_of)
 
     def intersect(self, items: Iterable[Typed], negative: bool = False) -> Typed:
         """Values accepted by every item. Partial parts that reference rules are replaced by
