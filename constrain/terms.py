@@ -88,7 +88,8 @@ class TermStore:
         self._live: dict[int, bool] = {EMPTYSET: False, EPS: True}
         self._single_chars: dict[int, tuple[int, bool]] = {}
         self._exact_multibyte: dict[int, bool] = {}
-        self._unbounded_known: dict[int, bool] = {}
+        # Whether a repeat with no upper count occurs inside (see _unbounded).
+        self._unbounded_flag: list[bool] = [False, False]
         self._copy_dfas: dict[int, list[list[tuple[int, int]]] | None] = {}
         self._fingerprints: dict[int, int] = {}  # term -> structure id
         self._fingerprint_generation = -1
@@ -137,26 +138,31 @@ class TermStore:
         if found is not None:
             return found
         flags, refs, opens = self._boolean_flag, self._ref_flag, self._open_flag
+        unbounded = self._unbounded_flag
         if kind == _SEQ:
             boolean = flags[args[0]] or flags[args[1]]  # type: ignore[call-overload]
             has_ref = refs[args[0]] or refs[args[1]]  # type: ignore[call-overload]
             is_open = opens[args[0]] or opens[args[1]]  # type: ignore[call-overload]
+            loops = unbounded[args[0]] or unbounded[args[1]]  # type: ignore[call-overload]
         elif kind in (_AND, _NOT, _ALT):
             # map, not generator expressions: unions of dozens of members are common.
             boolean = kind != _ALT or any(map(flags.__getitem__, args))  # type: ignore[arg-type]
             has_ref = any(map(refs.__getitem__, args))  # type: ignore[arg-type]
             is_open = any(map(opens.__getitem__, args))  # type: ignore[arg-type]
+            loops = any(map(unbounded.__getitem__, args))  # type: ignore[arg-type]
         elif kind == _REP:
             boolean = flags[args[0]]  # type: ignore[call-overload]
             has_ref = refs[args[0]]  # type: ignore[call-overload]
             is_open = opens[args[0]]  # type: ignore[call-overload]
+            loops = args[2] is None or unbounded[args[0]]  # type: ignore[call-overload]
         else:
-            boolean = False
+            boolean = loops = False
             has_ref = is_open = kind == _REF
-        return self._append(key, kind, args, nullable, boolean, has_ref, is_open)
+        return self._append(key, kind, args, nullable, boolean, has_ref, is_open, loops)
 
     def _append(self, key: tuple[object, ...], kind: int, args: tuple[object, ...],
-                nullable: bool, boolean: bool, has_ref: bool, is_open: bool) -> int:
+                nullable: bool, boolean: bool, has_ref: bool, is_open: bool,
+                loops: bool = False) -> int:
         ident = len(self._kind)
         if ident >= self.max_terms:
             raise ResourceLimitError(
@@ -168,6 +174,7 @@ class TermStore:
         self._boolean_flag.append(boolean)
         self._ref_flag.append(has_ref)
         self._open_flag.append(is_open)
+        self._unbounded_flag.append(loops)
         self._ids[key] = ident
         return ident
 
@@ -641,28 +648,11 @@ class TermStore:
         return True
 
     def _unbounded(self, term: int) -> bool:
-        """Whether a repeat with no upper count occurs in ``term`` (memoized). In a term
-        with no intersection or complement every part matches something, so such a term
-        matches infinitely many strings, and one without finitely many."""
-        found = self._unbounded_known.get(term)
-        if found is not None:
-            return found
-        todo = [term]  # post-order without recursion, as in alphabet
-        while todo:
-            t = todo[-1]
-            if t in self._unbounded_known:
-                todo.pop()
-                continue
-            kind, args = self._kind[t], self._args[t]
-            parts = () if kind in (_BYTES, _REF, _LAZY) else args[:1] if kind == _REP else args
-            missing = [p for p in parts if p not in self._unbounded_known]
-            if missing:
-                todo.extend(missing)  # type: ignore[arg-type]
-                continue
-            todo.pop()
-            self._unbounded_known[t] = (kind == _REP and args[2] is None) or any(
-                self._unbounded_known[p] for p in parts)  # type: ignore[index]
-        return self._unbounded_known[term]
+        """Whether a repeat with no upper count occurs in ``term`` (a flag kept per term;
+        rule references and lazy terms count as bounded). In a term with no intersection
+        or complement every part matches something, so such a term matches infinitely
+        many strings, and one without finitely many."""
+        return self._unbounded_flag[term]
 
     def _sequence_is_live(self, term: int) -> bool:
         # Along the right spine in a loop, not by recursion: a long literal next to an
