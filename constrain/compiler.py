@@ -31,7 +31,7 @@ from .automaton import Automaton, AutomatonOptions
 from .errors import GrammarError, RegexSyntaxError, TokenizerError
 from .grammar import EMPTY, Bytes, Expr, Grammar, prefix_tree
 from .masks import TokenMasks, eos_only_words
-from .matcher import Matcher
+from .matcher import TERMINATED, Matcher
 from .regex import parse_regex
 from .vocab import Vocabulary
 
@@ -64,9 +64,11 @@ class CompiledConstraint:
         self.grammar = grammar
         self.vocab = vocab
         self._eos_token_ids = vocab.eos_token_ids  # read at every step: no property call
+        self._token_bytes = vocab.token_bytes
         self.automaton = Automaton(grammar, options)
         self._masks = TokenMasks(self.automaton, vocab)
         self._steps: dict[tuple[int, int], int] = {}
+        self._mask_memo = self._masks.memo  # read by Matcher.fill_bitmask at every step
         self._torch_masks: dict[int, Any] = {}
         self._lock = threading.Lock()
         self._eos_only = eos_only_words(vocab)
@@ -115,10 +117,16 @@ class CompiledConstraint:
         return bool(self.masks_for_state(state).any())
 
     def token_step(self, state: int, token: int) -> int:
-        """The state after ``token``'s bytes (``Automaton.DEAD`` if not allowed)."""
+        """The state after ``token``'s bytes (``Automaton.DEAD`` if not allowed); for EOS,
+        :data:`~constrain.matcher.TERMINATED` where the constraint may end, else ``DEAD``.
+        Memoized: the matcher reads the memo first, so a step seen before is one lookup."""
         key = (state, token)
         found = self._steps.get(key)
         if found is None:
+            if token in self._eos_token_ids:
+                found = self._steps[key] = (
+                    TERMINATED if self.automaton.is_accepting(state) else Automaton.DEAD)
+                return found
             runs = self._masks.runs
             # Inside a counted run, from a state without a row (one built ahead steps
             # faster through the rows): the bytes of the token would build a row per count.
@@ -128,7 +136,8 @@ class CompiledConstraint:
             if served is not None:
                 found = runs.step(state, served, token, self.token_step)
             else:
-                data = self.vocab.token_bytes[token] if 0 <= token < self.vocab.size else None
+                table = self._token_bytes
+                data = table[token] if 0 <= token < len(table) else None
                 found = Automaton.DEAD if data is None else self.automaton.step_bytes(state, data)
             self._steps[key] = found
         return found

@@ -134,6 +134,12 @@ class TokenMasks:
         # Texts (keys, quotes) read through their items' automata, not a state per byte.
         self._literals = LiteralRuns(automaton) if self.use_compiled else None
 
+    @property
+    def memo(self) -> dict[int, np.ndarray]:
+        """The masks made so far, by state (read-only for callers: a lookup that misses
+        goes through :meth:`mask`)."""
+        return self._masks
+
     def mask(self, state: int) -> np.ndarray:
         """The packed int32 mask of ``state`` (read-only; EOS set iff the state may end)."""
         found = self._masks.get(state)
@@ -690,24 +696,38 @@ class TokenMasks:
         loops = table[states, :128] == states[:, None]
         halves = np.packbits(loops, axis=1, bitorder="little").view("<u8")
         looping = loops.any(axis=1).tolist()
-        for i, state in enumerate(states.tolist()):
-            ascii_bits = int(halves[i, 0]) | int(halves[i, 1]) << 64 if looping[i] else 0
-            self._settle_loop(state, ascii_bits)
+        learnt = [self._loop_facts(state, int(halves[i, 0]) | int(halves[i, 1]) << 64
+                                   if looping[i] else 0)
+                  for i, state in enumerate(states.tolist())]
+        # Stored at once (a whole small automaton: per-state numpy stores cost more).
+        self._sync(None)
+        lo, hi, utf8, budget = zip(*learnt)
+        self._loop_lo[states] = lo
+        self._loop_hi[states] = hi
+        self._loop_utf8[states] = utf8
+        self._loop_budget[states] = budget
+        self._loop_known[states] = True
 
-    def _settle_loop(self, state: int, ascii_bits: int) -> None:
-        """Store what :meth:`_learn_loop` says about ``state``, given the ASCII bytes
-        (bits 0-127) that lead from it back to it."""
+    def _loop_facts(self, state: int, ascii_bits: int) -> tuple[int, int, bool, int]:
+        """What :meth:`_learn_loop` says about ``state``, given the ASCII bytes (bits
+        0-127) that lead from it back to it: the loop's ASCII bits in two halves, whether
+        every non-ASCII character loops too, and how many characters it may consume."""
         if ascii_bits:
             utf8 = self._utf8_loops_back(state)
             budget = _UNBOUNDED
         else:
             run = self.automaton.leading_run(state)
             ascii_bits, utf8, budget = run if run is not None else (0, False, 0)
+        return ascii_bits & _LOW64, ascii_bits >> 64, utf8, min(budget, _UNBOUNDED)
+
+    def _settle_loop(self, state: int, ascii_bits: int) -> None:
+        """Store what :meth:`_loop_facts` says about ``state``."""
+        lo, hi, utf8, budget = self._loop_facts(state, ascii_bits)
         self._sync(None)  # the state itself may be new to the arrays
-        self._loop_lo[state] = ascii_bits & _LOW64
-        self._loop_hi[state] = ascii_bits >> 64
+        self._loop_lo[state] = lo
+        self._loop_hi[state] = hi
         self._loop_utf8[state] = utf8
-        self._loop_budget[state] = min(budget, _UNBOUNDED)
+        self._loop_budget[state] = budget
         self._loop_known[state] = True
 
     def _utf8_loops_back(self, state: int) -> bool:

@@ -32,7 +32,9 @@ if TYPE_CHECKING:
 
 __all__ = ["Matcher"]
 
-_TERMINATED = -1
+TERMINATED = -1
+"""The state of a matcher once EOS is accepted."""
+_TERMINATED = TERMINATED
 _DEAD = Automaton.DEAD
 
 
@@ -66,7 +68,10 @@ class Matcher:
         ``words >= ceil(vocab.size / 32)``; words past the vocabulary are zeroed. Once
         terminated, only EOS is allowed so a decoding loop can always finish.
         """
-        mask = self._compiled.masks_for_state(self._state)
+        state = self._state
+        mask = self._compiled._mask_memo.get(state)  # memoized: no calls
+        if mask is None:
+            mask = self._compiled.masks_for_state(state)
         words = len(mask)
         if isinstance(bitmask, np.ndarray):
             # One indexing operation per call: this runs once per decoded token, and each
@@ -78,7 +83,7 @@ class Matcher:
                 bitmask[row, words:] = 0
             return
         target = bitmask[row]
-        source = self._compiled.torch_mask(self._state)
+        source = self._compiled.torch_mask(state)
         if target.device != source.device:
             source = source.to(target.device, non_blocking=True)
         target[:words].copy_(source)
@@ -108,14 +113,12 @@ class Matcher:
         if state == _TERMINATED:
             return False
         compiled = self._compiled
-        if token in compiled._eos_token_ids:
-            if not compiled.automaton.is_accepting(state):
-                return False
-            nxt = _TERMINATED
-        else:
+        # The memo first: a step taken before (by any matcher) is one lookup.
+        nxt = compiled._steps.get((state, token))
+        if nxt is None:
             nxt = compiled.token_step(state, token)
-            if nxt == _DEAD:
-                return False
+        if nxt == _DEAD:
+            return False
         self._history.append(state)
         self._state = nxt
         return True
