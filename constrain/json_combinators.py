@@ -7,7 +7,7 @@ branch's properties join the context's. Then, per JSON type:
 
 - ``anyOf``: the union of the branches.
 - ``oneOf``: branches that are *disjoint* on a type (different types, disjoint finite value
-  sets, a required key whose values differ or that the other branch forbids, or scalar
+  sets, a key one branch requires whose values the other allows for it nowhere, or scalar
   languages with an empty intersection) are a plain union; overlapping ones become
   ``Bi ∖ ∪ Bj`` with complements, exact when the parts are regular.
 - ``not X``: the context minus (context ∧ X).
