@@ -20,7 +20,8 @@ a number): once met in a second constraint, its plan is kept per vocabulary for 
 Where an automaton's states double with every byte (``(a|b)*a(a|b){20}``, see
 :attr:`Automaton.exponential`), decoding meets a new state at every step but few distinct
 members of their unions: a state's mask is the OR of its members' masks, leaving out any
-that another one holds.
+that another one holds, memoized by the bitset of the members left (see
+:mod:`constrain.member_sets`).
 
 >>> from constrain.automaton import Automaton
 >>> from constrain.grammar import Grammar, literal, alt
