@@ -642,6 +642,14 @@ class Automaton:
             bits = sets.uncovered(members)
         return None if bits.bit_count() > limit else bits
 
+    def lone_loop(self, state: int) -> int:
+        """For a state of an :attr:`exponential` automaton: the byte class ``x`` where its
+        only uncovered member is ``x*·tail`` with every byte in ``x`` (see
+        :meth:`MemberSets.lone_loop <constrain.member_sets.MemberSets.lone_loop>`), else
+        0."""
+        with self._lock:
+            return self._member_sets.lone_loop(self.member_bits(state))
+
     def member_states(self, bits: int) -> list[int]:
         """The states of the members in ``bits`` (see :meth:`uncovered_members`)."""
         sets = self._member_sets

@@ -262,9 +262,23 @@ class TokenMasks:
 
     def _members_mask(self, state: int) -> np.ndarray | None:
         """The mask of a state of an exponential automaton from its members' (see
-        :meth:`_union_mask`), memoized per set of members left and whether it may end;
-        ``None`` where it has fewer than two members or too many are left."""
+        :meth:`_union_mask`), memoized per set of members left and whether it may end, or
+        where one loop takes every byte they may read, the tokens of that loop's class;
+        ``None`` where neither applies (fewer than two members, or too many left)."""
         automaton = self.automaton
+        loop = automaton.lone_loop(state)
+        if loop and not loop >> 128 and self._walk is not None:
+            # The tokens made of the loop's bytes, a plan shared per vocabulary: no walk.
+            key = (-loop, automaton.is_accepting(state))
+            found = self._member_unions.get(key)
+            if found is None:
+                allowed = self._walk.loop_plan(loop & _LOW64, loop >> 64, False, self.words)[0]
+                found = allowed.view(np.int32)
+                if key[1]:
+                    found = found | self._eos_words
+                    found.flags.writeable = False
+                self._member_unions[key] = found
+            return found
         bits = automaton.uncovered_members(state, _MAX_MEMBERS)
         if bits is None:
             return None
