@@ -29,7 +29,7 @@ from __future__ import annotations
 
 from collections.abc import Iterable
 
-from .terms import EMPTYSET, TermStore
+from .terms import TermStore
 
 __all__ = ["MemberSets"]
 
