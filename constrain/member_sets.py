@@ -29,7 +29,7 @@ from __future__ import annotations
 
 from collections.abc import Iterable
 
-from .terms import TermStore
+from .terms import EMPTYSET, TermStore
 
 __all__ = ["MemberSets"]
 
@@ -121,7 +121,7 @@ class MemberSets:
         t = self._terms
         found = 0
         for bits, nxt in t.derivative(self._term_of[node])[0]:
-            successor = self.bitset_of(t.alternatives(nxt))
+            successor = 0 if nxt == EMPTYSET else self.bitset_of(t.alternatives(nxt))
             if bits >> byte & 1:
                 found = successor
             while bits:
