@@ -498,11 +498,14 @@ class Compiler:
         order = "any" if negative or options.property_order == "any" else "schema"
         refs = any(self.refs.has_ref(m.value) for m in (*listed, *extras))
         def value_of(key: str) -> Typed | None:
+            # In negative position: never smaller than the values the key may truly hold
+            # (where recursion meets an intersection, the positive language may be a
+            # subset), as proving two branches disjoint needs.
             if spec.names and not all(self.dialect.is_valid(n, key) for n in spec.names):
                 return EMPTY_TYPED
             try:
-                return self.value(spec.value_nodes(key), negative)
-            except UnsupportedSchemaError:  # asked only to prove disjointness: unknown
+                return self.value(spec.value_nodes(key), True)
+            except UnsupportedSchemaError:  # not raised in negative position; kept safe
                 return None
 
         keys = ObjectKeys(required_values, frozenset(allowed),

@@ -56,18 +56,18 @@ class ObjectKeys:
     forbidden: frozenset[str]
     closed: bool
     value_of: Callable[[str], Typed | None] | None = field(default=None, compare=False)
-    """When known: the values ``key`` may hold where it is present (listed or not;
-    exact, or larger; ``None``: not known), made when asked."""
+    """When known: the values ``key`` may hold where it is present (listed or not), never
+    fewer than it truly may (``None``: not known); made when asked."""
 
     def forbids(self, key: str) -> bool:
         return key in self.forbidden or (self.closed and key not in self.allowed)
 
     def present_values(self, key: str) -> Typed | None:
-        """The values ``key`` may hold where present (``None``: not known)."""
-        found = self.required.get(key)
-        if found is None and self.value_of is not None:
-            found = self.value_of(key)
-        return found
+        """The values ``key`` may hold where present, never fewer than it truly may (the
+        other side of a disjointness proof); ``None``: not known."""
+        if self.value_of is not None:
+            return self.value_of(key)
+        return self.required.get(key)
 
 
 @dataclass(frozen=True)
