@@ -206,7 +206,7 @@ class Combinators:
             if pieces:
                 parts[t] = alt(*pieces)
         result = Typed(parts, frozenset(full), _exactly_once(langs),
-                       opaque=frozenset(t for lang in langs for t in lang.opaque if t in parts))
+                       keys=self.refs.union_keys(langs), opaque=frozenset(t for lang in langs for t in lang.opaque if t in parts))
         if base is not None:
             try:
                 return self.refs.intersect([base, result], negative)
@@ -258,7 +258,11 @@ class Combinators:
                     if other is not None and all(self.disjoint(value, other, u)
                                                  for u in JSON_TYPES):
                         return True
-        if t not in _SCALARS or t in a.opaque or t in b.opaque:
+        if t in a.opaque or t in b.opaque:
+            return False
+        if t not in _SCALARS and a.values is None and b.values is None:
+            # Two structured parts: their product is as big as both, and an object's
+            # members in schema order are one spelling of many (no verdict from texts).
             return False
         if t == "string" and (a.values is None) != (b.values is None):
             # A few listed strings against a pattern or a format (an enum branch beside a
@@ -480,7 +484,7 @@ class Combinators:
             if part is not None:
                 parts[t] = part
         return Typed(parts, frozenset(t for t in parts if t in base.full and t not in cut.parts),
-                     opaque=frozenset(t for t in parts if t in base.opaque))
+                     keys=base.keys, opaque=frozenset(t for t in parts if t in base.opaque))
 
 
 @dataclass(frozen=True)

@@ -160,9 +160,9 @@ class RefTracker:
             values = tuple(v for i in items for v in i.values or ())
         opaque = frozenset(t for i in items for t in i.opaque)
         return Typed(merged, frozenset(whole) - opaque, values,
-                     keys=self._union_keys(items), opaque=opaque)
+                     keys=self.union_keys(items), opaque=opaque)
 
-    def _union_keys(self, items: list[Typed]) -> ObjectKeys | None:
+    def union_keys(self, items: list[Typed]) -> ObjectKeys | None:
         """What every object part of ``items`` says (``None`` if one says nothing): the
         keys all require, with the union of their values, and the keys all forbid, so
         that a ``oneOf`` of ``anyOf`` branches still sees a key one side requires and the
@@ -212,7 +212,8 @@ class RefTracker:
                 parts[t] = partial[0]
             else:
                 parts[t] = intersect(*(self._regular(e, negative, t) for e in partial))
-        return Typed(parts, frozenset(full), opaque=frozenset(opaque))
+        return Typed(parts, frozenset(full), keys=_intersect_keys(items),
+                     opaque=frozenset(opaque))
 
     def difference(self, base: Typed, removed: Typed, negative: bool = False) -> Typed:
         """Values of ``base`` not accepted by ``removed``.
@@ -228,7 +229,7 @@ class RefTracker:
                 parts[t] = part
         full = frozenset(t for t in parts if t in base.full and t not in removed.parts)
         opaque = frozenset(t for t in parts if t in base.opaque)
-        return Typed(parts, full, opaque=opaque)
+        return Typed(parts, full, keys=base.keys, opaque=opaque)
 
     def minus(self, base: Typed, removed: Typed, t: str, negative: bool = False,
               regularize: bool = True) -> Expr | None:
@@ -250,6 +251,28 @@ class RefTracker:
             raise NeedsRegular(t)
         return intersect(self._regular(e, negative, t),
                          complement(self._regular(cut, not negative, t)))
+
+
+def _intersect_keys(items: list[Typed]) -> ObjectKeys | None:
+    """What any object part of ``items`` says holds for all of them together: every
+    item's required keys, a key forbidden where one item forbids it, and a key's values
+    where present from the first item that knows them (each a superset of the truth)."""
+    facts = [i.keys for i in items if i.keys is not None]
+    if len(facts) <= 1:
+        return facts[0] if facts else None
+    required: dict[str, Typed] = {}
+    for f in facts:
+        for key, value in f.required.items():
+            required.setdefault(key, value)
+    closing = [f.allowed for f in facts if f.closed]
+    allowed = (frozenset.intersection(*closing) if closing
+               else frozenset().union(*(f.allowed for f in facts)))
+    forbidden = frozenset().union(*(f.forbidden for f in facts))
+
+    def value_of(key: str) -> Typed | None:
+        return next((v for v in (f.present_values(key) for f in facts) if v is not None),
+                    None)
+    return ObjectKeys(required, allowed - forbidden, forbidden, bool(closing), value_of)
 
 
 def _dedupe(items: list[Expr]) -> list[Expr]:

@@ -862,3 +862,52 @@ def test_oneof_branches_disjoint_on_the_value_a_required_key_may_hold() -> None:
                      {"openid": "o", "account": None}, {}, {"x": 1, "account": "a"}]:
         text = json.dumps(instance).encode()
         assert automaton.matches(text) == verdict(schema, instance), instance
+
+
+def test_nested_oneof_keeps_key_facts_and_enum_arrays_are_tested_by_language() -> None:
+    """Github_medium/o65917's shape: an outer ``oneOf`` whose branch is itself a ``oneOf``
+    (beside ``required``) keeps what its branches say about keys, and a key held as a
+    listed array is disjoint from an array of other strings. Both were unknown: the
+    branches were taken as overlapping and excluded by complements (4.8 s of steps)."""
+    from constrain.json_compiler import Compiler
+
+    changes = {"type": "array", "items": {"enum": ["size", "mode"]}, "minItems": 1}
+    schema = {
+        "type": "object",
+        "oneOf": [{"$ref": "#/$defs/changed"},
+                  {"required": ["status", "error"],
+                   "properties": {"status": {"enum": ["error"]}, "error": {"type": "string"}}}],
+        "$defs": {"changed": {
+            "required": ["status"], "properties": {"status": {"enum": ["changed"]}},
+            "oneOf": [{"required": ["changes", "kind"],
+                       "properties": {"changes": changes, "kind": {"enum": ["file"]}}},
+                      {"required": ["changes", "kind"],
+                       "properties": {"changes": changes, "kind": {"enum": ["link"]}}},
+                      {"required": ["changes"],
+                       "properties": {"changes": {"enum": [["deleted"]]}}}]}}}
+    compiler = Compiler(schema, JsonSchemaOptions())
+    inner = compiler.root.child(schema["$defs"]["changed"], "$defs", "changed")
+    branches = [compiler.value([inner.child(b, "oneOf", i)])
+                for i, b in enumerate(schema["$defs"]["changed"]["oneOf"])]
+    assert all(compiler.combinators.disjoint(a, b, "object")
+               for i, a in enumerate(branches) for b in branches[i + 1:])
+    outer = [compiler.value([compiler.root.without("oneOf"), compiler.root.child(b, "oneOf", i)])
+             for i, b in enumerate(schema["oneOf"])]
+    assert compiler.combinators.disjoint(outer[0], outer[1], "object")
+    # Listed arrays that one of the other branch's arrays spells: not disjoint.
+    both = {"oneOf": [{"required": ["changes"], "properties": {"changes": changes}},
+                      {"required": ["changes"], "properties": {"changes": {"enum": [["mode"]]}}}]}
+    compiler = Compiler(both, JsonSchemaOptions())
+    a, b = (compiler.value([compiler.root.child(s, "oneOf", i)])
+            for i, s in enumerate(both["oneOf"]))
+    assert not compiler.combinators.disjoint(a, b, "object")
+    for s in (schema, both):
+        automaton = Automaton(schema_to_grammar(s, JsonSchemaOptions()))
+        for instance in [{"status": "changed", "changes": ["size"], "kind": "file"},
+                         {"status": "changed", "changes": ["deleted"]},
+                         {"status": "changed", "changes": ["mode"]},
+                         {"status": "changed", "changes": ["deleted"], "kind": "link"},
+                         {"status": "error", "error": "e"}, {"status": "error"},
+                         {"changes": ["mode"], "kind": "link", "status": "changed"}]:
+            text = json.dumps(instance).encode()
+            assert automaton.matches(text) == verdict(s, instance), (s is both, instance)
