@@ -7,7 +7,9 @@ one right after the other, in alternating order, so a slow spell hits both. Besi
 times, each worker counts what does not drift: automaton rows built, plans composed and
 collections of each generation of Python's garbage collector (whose placement is
 deterministic for the same allocations, so a full collection that lands in one schema's
-steps lands there in every run of that version).
+steps lands there in every run of that version). Each schema's whole time in its worker
+(harness and collections included) and the time spent collecting are summed too: a
+change that only moves work out of the timed steps shows there.
 
     git worktree add /tmp/base HEAD~1
     python -m benchmarks.maskbench_ab /tmp/base . --sample 4 --reps 2
@@ -36,7 +38,7 @@ from .maskbench import DATA, schema_paths
 # The worker runs in the checkout under test, which may predate this module: it is
 # passed as source and imports only what every checkout's benchmarks have.
 _WORKER = r"""
-import gc, importlib, json, sys, warnings
+import gc, importlib, json, sys, time, warnings
 from collections import Counter
 from pathlib import Path
 from benchmarks.anchors import ConstrainEngine
@@ -58,9 +60,15 @@ for label, (module, name, method) in COUNTED.items():
             return _f(*args, **kwargs)
         setattr(cls, method, counted)
 
+started = [0.0]
+seconds = Counter()
+
 def collected(phase, info):
     if phase == "start":
         counts[f"collections gen {info['generation']}"] += 1
+        started[0] = time.perf_counter()
+    else:
+        seconds["collecting"] += time.perf_counter() - started[0]
 
 warnings.simplefilter("ignore")
 engine = ConstrainEngine(load_vocab(sys.argv[1]))
@@ -68,11 +76,14 @@ gc.callbacks.append(collected)
 print("ready", flush=True)
 for line in sys.stdin:
     counts.clear()
+    seconds.clear()
+    t0 = time.perf_counter()
     r = _check_within(engine, Path(line.strip()), float(sys.argv[2]))
     print(json.dumps({
         "id": r["id"], "status": r["status"], "tbm": sum(r.get("tbm_us", [])),
         "steps": len(r.get("tbm_us", [])), "ttfm": min(r.get("ttfm_us") or [0.0]),
-        "counts": dict(counts),
+        "counts": dict(counts), "whole": time.perf_counter() - t0,
+        "collecting": seconds["collecting"],
     }), flush=True)
 """
 
@@ -124,9 +135,14 @@ def compare(a: Path, b: Path, paths: list[Path], reps: int, vocab: str,
         counts: Counter[str] = Counter()
         for i in both:
             counts.update(runs[side][i][0]["counts"])
+        # Everything a schema cost its worker, harness and collections included: what a
+        # change moves out of the timed steps (a collection put off) shows here.
+        whole = sum(min(r.get("whole", 0.0) for r in runs[side][i]) for i in both)
+        collecting = sum(runs[side][i][0].get("collecting", 0.0) for i in both)
         lines.append(
             f"{side} {checkout}: tbm avg {tbm:.1f} µs, ttfm p50 {np.median(ttfm):.2f} ms, "
-            f"avg {ttfm.mean():.2f} ms; first rep: "
+            f"avg {ttfm.mean():.2f} ms; whole {whole:.1f} s, of which collecting "
+            f"{collecting:.1f} s (first rep); first rep: "
             + ", ".join(f"{k} {v}" for k, v in sorted(counts.items())))
     lines.append(
         "B/A per-schema geometric means: tbm "
