@@ -143,7 +143,7 @@ class Combinators:
 
     def _anyOf(self, flat: list[Node], node: Node, negative: bool) -> Typed:
         rest = self._rest(flat, node, "anyOf")
-        branches = self._branches(node, "anyOf")
+        branches = self._first_present(rest, node) or self._branches(node, "anyOf")
         if self._product(flat) <= self.c.options.max_branch_product:
             return self.refs.union(self.c.value(rest + [b], negative) for b in branches)
         base = self.c.value(rest, negative)
@@ -155,6 +155,40 @@ class Combinators:
                           f"too many branch combinations to merge, and the {e.json_type} "
                           f"branches are not regular", negative)
             return base
+
+    def _first_present(self, rest: list[Node], node: Node) -> list[Node] | None:
+        """``anyOf`` of branches that each only require one key ("at least one of these
+        keys"), as disjoint branches: each key without the keys before it, in the order
+        the object lists its properties. The union is the same, but the plain branches
+        overlap, so a state past the first key held one copy of the object's rest per
+        branch still open (Github_medium/o21108: eight copies, 3.4 s of steps against
+        0.3 s). ``None`` when the branches are not all of that kind."""
+        schemas = node.get("anyOf")
+        keys: list[str] = []
+        for i, b in enumerate(schemas):
+            asserting = [k for k in b if k in node.dialect.keywords] if isinstance(b, dict) else None
+            required = b.get("required") if asserting == ["required"] else None
+            if not (isinstance(required, list) and len(required) == 1
+                    and isinstance(required[0], str)):
+                return None
+            keys.append(required[0])
+        if len(keys) < 2 or len(set(keys)) < len(keys):
+            return None
+        listed: dict[str, int] = {}
+        for n in rest:
+            properties = n.get("properties", {})
+            for key in properties if isinstance(properties, dict) else ():
+                listed.setdefault(key, len(listed))
+        order = sorted(range(len(keys)), key=lambda i: listed.get(keys[i], len(listed)))
+        branches = []
+        for rank, i in enumerate(order):
+            before = tuple(keys[j] for j in order[:rank])
+            branches.append(self.c.synthetic(
+                node, ("first present", keys[i], before),
+                lambda k=keys[i], b=before: {"required": [k],
+                                             "properties": {x: False for x in b}},
+                "anyOf", i))
+        return branches
 
     def _oneOf(self, flat: list[Node], node: Node, negative: bool) -> Typed:
         rest = self._rest(flat, node, "oneOf")

@@ -911,3 +911,41 @@ def test_nested_oneof_keeps_key_facts_and_enum_arrays_are_tested_by_language() -
                          {"changes": ["mode"], "kind": "link", "status": "changed"}]:
             text = json.dumps(instance).encode()
             assert automaton.matches(text) == verdict(s, instance), (s is both, instance)
+
+
+@pytest.mark.parametrize("order", ["schema", "any"])
+def test_anyof_of_single_required_keys_becomes_disjoint_first_present_branches(order: str) -> None:
+    """"At least one of these keys" (Github_medium/o21108's eight ``{"required": [k]}``
+    branches): each branch is made to forbid the keys before its own, in the order the
+    object lists them, so the branches are disjoint and the language is the same."""
+    from constrain.json_compiler import Compiler
+
+    schema = {"type": "object", "additionalProperties": False,
+              "properties": {"x": {"type": "integer"}, "b": {"type": "array"},
+                             "a": {"type": "string"}, "c": {"type": "boolean"}},
+              "anyOf": [{"required": ["a"], "title": "t"}, {"required": ["b"]},
+                        {"required": ["c"]}]}
+    options = JsonSchemaOptions(property_order=order)
+    compiler = Compiler(schema, options)
+    rest = [compiler.root.without("anyOf")]
+    branches = compiler.combinators._first_present(rest, compiler.root)
+    assert branches is not None
+    assert [b.schema for b in branches] == [
+        {"required": ["b"], "properties": {}},
+        {"required": ["a"], "properties": {"b": False}},
+        {"required": ["c"], "properties": {"b": False, "a": False}}]
+    values = [compiler.value(rest + [b]) for b in branches]
+    assert all(compiler.combinators.disjoint(p, q, "object")
+               for i, p in enumerate(values) for q in values[i + 1:])
+    automaton = Automaton(schema_to_grammar(schema, options))
+    for instance in [{}, {"x": 1}, {"a": "s"}, {"b": []}, {"c": True}, {"x": 2, "c": False},
+                     {"b": [], "a": "s", "c": True}, {"a": 1}, {"b": [], "d": 1}]:
+        text = json.dumps(instance).encode()
+        assert automaton.matches(text) == verdict(schema, instance), instance
+    for not_single in ([{"required": ["a", "b"]}, {"required": ["c"]}],
+                       [{"required": ["a"]}, {"required": ["a"]}],
+                       [{"required": ["a"], "minProperties": 2}, {"required": ["c"]}]):
+        other = dict(schema, anyOf=not_single)
+        compiler = Compiler(other, options)
+        assert compiler.combinators._first_present(
+            [compiler.root.without("anyOf")], compiler.root) is None
