@@ -1187,8 +1187,8 @@ def test_bounded_emptiness_check_gives_up_without_forgetting() -> None:
 def test_infinite_less_finitely_many_strings_is_live_without_a_search() -> None:
     """``a+ & ~(aa|aaa)`` is live however its search would go: an infinite language less
     a finite one (the string of an unlisted key) is decided from the terms' form. What
-    the form does not show is still searched: a finite language less one of its own
-    strings, an infinite language less an infinite one."""
+    the form does not show is still searched: a finite language less a count that holds
+    it, an infinite language less an infinite one."""
     from constrain.terms import TermStore
 
     store = TermStore()
@@ -1197,15 +1197,42 @@ def test_infinite_less_finitely_many_strings_is_live_without_a_search() -> None:
     store.max_liveness_search = 0  # a search would fail at once
     assert store.is_live(store.intersect([store.repeat(a, 1, None),
                                           store.complement(store.alt([aa, aaa]))]))
-    for unknown in (store.intersect([aa, store.complement(aa)]),
+    a2to3 = store.repeat(a, 2, 3)
+    for unknown in (store.intersect([aa, store.complement(a2to3)]),
                     store.intersect([store.repeat(a, 1, None),
                                      store.complement(store.repeat(a, 0, None))])):
         with pytest.raises(ResourceLimitError):
             store.is_live(unknown)
     store.max_liveness_search = 1000
-    assert not store.is_live(store.intersect([aa, store.complement(aa)]))
+    assert not store.is_live(store.intersect([aa, store.complement(a2to3)]))
     assert not store.is_live(store.intersect([store.repeat(a, 1, None),
                                               store.complement(store.repeat(a, 0, None))]))
+
+
+def test_a_language_less_what_surely_contains_it_is_empty_when_made() -> None:
+    """``A & ~B`` where ``B`` holds ``A`` by its shape (``A`` itself, an alternative, or
+    after heads that may match nothing: a key matching no unanchored pattern,
+    ``C* & ~(C*·w{1,16}·C* | w{0,15}·C*)``) is the empty set as it is made, without a
+    search; where the shape does not show it (``a{0,3}·b`` does not hold ``b·a``), the
+    intersection is made and searched as before."""
+    from constrain.terms import EMPTYSET, TermStore
+
+    store = TermStore()
+    a, b, w = (store.byte_set([ord(c)]) for c in "abw")
+    anything = store.repeat(store.alt([a, b, w]), 0, None)
+    store.max_liveness_search = 0  # a search would fail at once
+    key_off_pattern = store.intersect([anything, store.complement(store.alt([
+        store.seq_all([anything, store.repeat(w, 1, 16), anything]),
+        store.seq(store.repeat(w, 0, 15), anything)]))])
+    assert key_off_pattern == EMPTYSET
+    assert store.intersect([store.seq(a, b), store.complement(store.seq(a, b))]) == EMPTYSET
+    assert store.intersect([b, store.complement(store.alt([a, store.seq(store.repeat(a, 0, 3),
+                                                                        b)]))]) == EMPTYSET
+    kept = store.intersect([store.seq(b, a), store.complement(store.seq(store.repeat(a, 0, 3),
+                                                                        b))])
+    assert kept != EMPTYSET
+    store.max_liveness_search = 1000
+    assert store.is_live(kept)
 
 
 # Plain languages over a, b, é (two bytes) and the escape \\n (two bytes), as nested
