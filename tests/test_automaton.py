@@ -1447,3 +1447,27 @@ def test_an_optional_piece_is_not_taken_for_a_length_bound() -> None:
     term = store.intersect([name, bound])
     assert store._counted_tail(bound) is None and store._counted_live(term) is None
     assert store.is_live(term)
+
+
+def test_whole_copies_are_found_part_by_part_so_a_long_count_costs_nothing() -> None:
+    """Whether every string of a finite term is whole copies of an item (a JSON
+    character) is decided part by part for concatenations, unions and repeats, so a key
+    pattern ``[a-é]{0,300}`` holds within a budget of 8 pairs that reading all of it
+    would exceed (Github_medium/o65507: 0.5 s at each new count); a character's bytes,
+    not whole apart, are read together; strings ending inside a copy do not hold."""
+    from constrain.terms import TermStore
+
+    store = TermStore()
+    a = store.byte_set([ord("a")])
+    lead, cont = store.byte_set([0xC3]), store.byte_set(range(0x80, 0xC0))
+    char = store.alt([a, store.seq(lead, cont)])  # a prefix code, as a JSON character is
+    keys = store.seq(a, store.repeat(char, 0, 300))
+    assert store._copies_hold(keys, char, limit=8)
+    assert store._copies_hold(store.seq(lead, store.byte_set([0x80])), char, limit=8)
+    assert not store._copies_hold(store.seq(keys, lead), char)  # ends inside a character
+    assert not store._copies_hold(store.seq(a, store.byte_set([ord("b")])), char)
+    fresh = TermStore()
+    a2 = fresh.byte_set([ord("a")])
+    char2 = fresh.alt([a2, fresh.seq(fresh.byte_set([0xC3]), fresh.byte_set(range(0x80, 0xC0)))])
+    long_count = fresh.repeat(char2, 0, 300)
+    assert not fresh._read_as_copies(long_count, fresh.copy_automaton(char2), 8)  # the old way
