@@ -350,14 +350,19 @@ class TermStore:
             return self.complement(EMPTYSET)
         if len(flat) == 1:
             return next(iter(flat))
+        ordered = tuple(sorted(flat))
+        key = (_AND, *ordered)
+        found = self._ids.get(key)
+        if found is not None:  # decided below when first met
+            return found
         kinds, args = self._kind, self._args
-        for item in flat:
+        for item in ordered:
             if kinds[item] == _NOT:
                 removed = cast(int, args[item][0])
-                if any(kinds[other] != _NOT and self._surely_contains(removed, other)
-                       for other in flat):
-                    return EMPTYSET
-        ordered = tuple(sorted(flat))
+                for other in ordered:
+                    if kinds[other] != _NOT and self._surely_contains(removed, other):
+                        self._ids[key] = EMPTYSET
+                        return EMPTYSET
         return self._make(_AND, ordered, all(map(self._nullable.__getitem__, ordered)))
 
     def _surely_contains(self, term: int, part: int, depth: int = 8) -> bool:
