@@ -165,8 +165,9 @@ class Combinators:
         0.3 s). ``None`` when the branches are not all of that kind."""
         schemas = node.get("anyOf")
         keys: list[str] = []
-        for i, b in enumerate(schemas):
-            asserting = [k for k in b if k in node.dialect.keywords] if isinstance(b, dict) else None
+        for b in schemas:
+            asserting = ([k for k in b if k in node.dialect.keywords]
+                         if isinstance(b, dict) else None)
             required = b.get("required") if asserting == ["required"] else None
             if not (isinstance(required, list) and len(required) == 1
                     and isinstance(required[0], str)):
@@ -240,7 +241,8 @@ class Combinators:
             if pieces:
                 parts[t] = alt(*pieces)
         result = Typed(parts, frozenset(full), _exactly_once(langs),
-                       keys=self.refs.union_keys(langs), opaque=frozenset(t for lang in langs for t in lang.opaque if t in parts))
+                       keys=self.refs.union_keys(langs),
+                       opaque=frozenset(t for lang in langs for t in lang.opaque if t in parts))
         if base is not None:
             try:
                 return self.refs.intersect([base, result], negative)

@@ -661,9 +661,8 @@ class TermStore:
         the keys of one pattern at every count share them); any other part, and a
         concatenation or union whose parts are not whole alone (a character's bytes), is
         read through the DFA of ``item*``, at most ``limit`` pairs of a term and a DFA
-        state.
-        Reading every string of ``[/.\\w-]{0,254}`` that way took 0.5 s a state
-        (Github_medium/o65507), one new count at every token of a key."""
+        state. Read whole, every count of a key pattern's ``[/.\\w-]{0,254}`` took 0.5 s,
+        again at each new count, one per token of a key (Github_medium/o65507)."""
         copies: list[list[tuple[int, int]]] | None | Literal[False] = self._copy_dfas.get(item, False)
         if copies is False:
             copies = self._copy_dfas[item] = self.copy_automaton(item)
