@@ -730,6 +730,8 @@ class Automaton:
         with self._lock:  # making terms and states
             lowered = self.terms.with_counts_at_most(top, length + 1)
             if lowered == top:
+                lowered = self.terms.without_far_length_bound(top, length)
+            if lowered == top:
                 return state
             stack = self._push(rest, lowered)
             return self.DEAD if stack == DEAD_STACK else self._intern((stack,))

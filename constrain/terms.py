@@ -101,6 +101,7 @@ class TermStore:
         self._lazy_shortest: dict[int, Callable[[], int]] = {}
         self._lazy_live: dict[int, Callable[[], bool]] = {}
         self._fewest_known: dict[tuple[int, int, int], float | None] = {}
+        self._farthest_end: dict[int, int | None] = {}  # term -> see _bytes_to_end
         self.max_liveness_search = 200_000
         self.rule_nullable: list[bool] = list(rule_nullable)
         # The largest count of a counted repeat made so far (x{lo,hi}: hi, or lo when
@@ -938,6 +939,93 @@ class TermStore:
             return term
         lowered = self.repeat(item, min(lo, most), None if hi is None else min(hi, most))
         return self.seq(lowered, tail)
+
+    def without_far_length_bound(self, term: int, length: int) -> int:
+        """``P·tail`` for ``(C{0,hi} & P)·tail`` (a string's ``maxLength`` over its
+        ``pattern``, no unit required any more, every string of ``P`` whole units ``C``)
+        where ``hi`` is at least ``length`` plus the most bytes any state of ``P`` needs
+        to end; ``term`` itself otherwise.
+
+        No string of at most ``length`` bytes tells the two apart: it starts at most
+        ``length`` units, a string of ``P`` it reads into ends within that many more bytes
+        (so units), and where it leaves ``P`` it has used at most ``length``. The mask
+        engine then shares one mask between every count of a long string with a pattern
+        (a word-count pattern under ``maxLength: 500``: each count was a walk of its own
+        through ~1,400 new states, a count and a word count per byte read).
+
+        >>> store = TermStore()
+        >>> letter, bang = store.byte_set(range(0x61, 0x7B)), store.byte_set([0x21])
+        >>> words = store.seq(store.repeat(letter, 1, 3), bang)
+        >>> bound = store.intersect([store.repeat(store.alt([letter, bang]), 0, 200), words])
+        >>> store.show(store.without_far_length_bound(store.seq(bound, bang), 128))
+        '[61-7a]{1,3}[21][21]'
+        >>> store._bytes_to_end(words)  # from the start: a letter and "!"
+        2
+        >>> store.without_far_length_bound(bound, 199) == bound  # 199 + 2 > 200
+        True
+        """
+        head, tail = self.head_tail(term)
+        if self._kind[head] != _AND:
+            return term
+        items = cast(tuple[int, ...], self._args[head])
+        if len(items) != 2 or not all(self.is_plain(i) for i in items):
+            return term
+        for side, other in ((items[0], items[1]), (items[1], items[0])):
+            counted = self._counted_tail(side)
+            if counted is None:
+                continue
+            prefix, unit, lo, hi = counted
+            if prefix != EPS or lo or hi < length:
+                continue
+            farthest = self._bytes_to_end(other)
+            if (farthest is not None and hi >= length + farthest
+                    and self._copies_hold(other, unit)):
+                return self.seq(other, tail)
+        return term
+
+    def _bytes_to_end(self, plain: int, limit: int = 4096) -> int | None:
+        """At least as many bytes as a state of the plain term ``plain`` (``plain`` or any
+        of its derivatives that can still end) needs to end; ``None`` where it has more
+        than ``limit`` states (memoized)."""
+        if plain in self._farthest_end:
+            return self._farthest_end[plain]
+        successors: dict[int, list[int]] = {}
+        todo = [plain]
+        while todo:
+            term = todo.pop()
+            if term in successors:
+                continue
+            if len(successors) >= limit:
+                self._farthest_end[plain] = None
+                return None
+            pieces, refs = self.derivative(term)
+            if refs:
+                self._farthest_end[plain] = None
+                return None
+            successors[term] = [after for _, after in pieces if after != EMPTYSET]
+            todo.extend(successors[term])
+        before: dict[int, list[int]] = {}
+        for term, afters in successors.items():
+            for after in afters:
+                before.setdefault(after, []).append(term)
+        # Breadth first backwards from the states that may end: each one's distance.
+        distance = {term: 0 for term in successors if self._nullable[term]}
+        frontier = list(distance)
+        while frontier:
+            reached = []
+            for term in frontier:
+                for earlier in before.get(term, ()):
+                    if earlier not in distance:
+                        distance[earlier] = distance[term] + 1
+                        reached.append(earlier)
+            frontier = reached
+        farthest = max(distance.values(), default=0)
+        # Each state met has no more states of its own than ``plain``: the bound holds
+        # for them too, and a long string's pattern goes through them one count after
+        # another (a word count: ~1,500 states, ~70 ms a search).
+        for term in successors:
+            self._farthest_end.setdefault(term, farthest)
+        return farthest
 
     def byte_run(self, term: int) -> tuple[int, int, int, int | None, int] | None:
         """If ``term`` is ``x{lo,hi}·tail`` (or ``x{lo,hi}``, or ``x·tail`` as ``x{1,1}``) for
