@@ -983,49 +983,51 @@ class TermStore:
                 return self.seq(other, tail)
         return term
 
-    def _bytes_to_end(self, plain: int, limit: int = 4096) -> int | None:
-        """At least as many bytes as a state of the plain term ``plain`` (``plain`` or any
-        of its derivatives that can still end) needs to end; ``None`` where it has more
-        than ``limit`` states (memoized)."""
-        if plain in self._farthest_end:
-            return self._farthest_end[plain]
-        successors: dict[int, list[int]] = {}
-        todo = [plain]
-        while todo:
-            term = todo.pop()
-            if term in successors:
-                continue
-            if len(successors) >= limit:
-                self._farthest_end[plain] = None
-                return None
-            pieces, refs = self.derivative(term)
-            if refs:
-                self._farthest_end[plain] = None
-                return None
-            successors[term] = [after for _, after in pieces if after != EMPTYSET]
-            todo.extend(successors[term])
-        before: dict[int, list[int]] = {}
-        for term, afters in successors.items():
-            for after in afters:
-                before.setdefault(after, []).append(term)
-        # Breadth first backwards from the states that may end: each one's distance.
-        distance = {term: 0 for term in successors if self._nullable[term]}
-        frontier = list(distance)
-        while frontier:
-            reached = []
-            for term in frontier:
-                for earlier in before.get(term, ()):
-                    if earlier not in distance:
-                        distance[earlier] = distance[term] + 1
-                        reached.append(earlier)
-            frontier = reached
-        farthest = max(distance.values(), default=0)
-        # Each state met has no more states of its own than ``plain``: the bound holds
-        # for them too, and a long string's pattern goes through them one count after
-        # another (a word count: ~1,500 states, ~70 ms a search).
-        for term in successors:
-            self._farthest_end.setdefault(term, farthest)
-        return farthest
+    def _bytes_to_end(self, plain: int) -> int | None:
+        """At least as many bytes as any state of the plain term ``plain`` (``plain`` or a
+        derivative of it that can still end) needs to end; ``None`` for a term that is not
+        plain (memoized).
+
+        From its shape, without its states (a pattern's counts make thousands): a state
+        of ``x·y`` is a state of ``x`` then all of ``y``, or a state of ``y``; of ``x|y``,
+        a state of either; of ``x{lo,hi}``, a state of ``x`` then ``lo - 1`` more copies at
+        most, or the start (``lo`` copies)."""
+        found = self._farthest_end.get(plain, -1)
+        if found != -1:
+            return found
+        kinds, args = self._kind, self._args
+        kind = kinds[plain]
+        result: int | None
+        if not self.is_plain(plain):
+            result = None
+        elif kind == _SEQ:
+            # Along the right spine in a loop: concatenations are as deep as they are long.
+            spine = []
+            t = plain
+            while kinds[t] == _SEQ and t not in self._farthest_end:
+                spine.append(t)
+                t = cast(int, args[t][1])
+            result = self._bytes_to_end(t)
+            after = self._shortest(t)
+            for s in reversed(spine):
+                head = cast(int, args[s][0])
+                head_end = self._bytes_to_end(head)
+                result = None if result is None or head_end is None else max(
+                    result, head_end + after)
+                after += self._shortest(head)
+                self._farthest_end[s] = result
+        elif kind == _ALT:
+            ends = [self._bytes_to_end(cast(int, i)) for i in args[plain]]
+            result = None if None in ends else max(cast(list[int], ends))
+        elif kind == _REP:
+            item, lo = cast(int, args[plain][0]), cast(int, args[plain][1])
+            item_end = self._bytes_to_end(item)
+            result = None if item_end is None else max(
+                lo * self._shortest(item), item_end + max(lo - 1, 0) * self._shortest(item))
+        else:
+            result = 1 if kind == _BYTES else 0  # the empty string (a reference is not plain)
+        self._farthest_end[plain] = result
+        return result
 
     def byte_run(self, term: int) -> tuple[int, int, int, int | None, int] | None:
         """If ``term`` is ``x{lo,hi}·tail`` (or ``x{lo,hi}``, or ``x·tail`` as ``x{1,1}``) for

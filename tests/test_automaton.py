@@ -1471,3 +1471,49 @@ def test_whole_copies_are_found_part_by_part_so_a_long_count_costs_nothing() -> 
     char2 = fresh.alt([a2, fresh.seq(fresh.byte_set([0xC3]), fresh.byte_set(range(0x80, 0xC0)))])
     long_count = fresh.repeat(char2, 0, 300)
     assert not fresh._read_as_copies(long_count, fresh.copy_automaton(char2), 8)  # the old way
+
+
+def _bytes_to_end_by_search(store: TermStore, term: int) -> int | None:
+    """The most bytes any live state of ``term`` needs to end, over all of its states
+    (breadth first backwards from those that may end); ``None`` past 5,000 states."""
+    edges: dict[int, list[int]] = {}
+    todo = [term]
+    while todo:
+        t = todo.pop()
+        if t in edges:
+            continue
+        if len(edges) > 5_000:
+            return None
+        edges[t] = [nxt for _, nxt in store.derivative(t)[0] if nxt != 0]
+        todo.extend(edges[t])
+    distance = {t: 0 for t in edges if store.nullable(t)}
+    frontier = list(distance)
+    while frontier:
+        reached = []
+        for t, afters in edges.items():
+            if t not in distance and any(a in frontier for a in afters):
+                distance[t] = distance[min(afters, key=lambda a: distance.get(a, 1 << 30))] + 1
+                reached.append(t)
+        frontier = reached
+    return max(distance.values())
+
+
+@settings(max_examples=150, deadline=None, suppress_health_check=[HealthCheck.too_slow])
+@given(_PLAIN_TREES)
+def test_the_bytes_a_pattern_needs_to_end_are_bounded_from_its_shape(tree: object) -> None:
+    """``TermStore._bytes_to_end`` (what lets a long ``maxLength`` over a pattern share the
+    pattern's masks) is at least what any state of the pattern needs, by a search over
+    all of them: a smaller value would let a token through that cannot finish in time."""
+    from constrain.terms import TermStore
+
+    store = TermStore()
+    a, b = store.byte_set(b"a"), store.byte_set(b"b")
+    thirds = store.repeat(store.alt([a, store.seq_all([b, b, b])]), 3, 3)
+    assert _bytes_to_end_by_search(store, thirds) == 4  # after "b": "bb", then two copies
+    assert store._bytes_to_end(thirds) in (4, 5)  # (the start of "bbb" alone counts too)
+    pattern = _plain_term(store, tree)
+    needed = _bytes_to_end_by_search(store, pattern)
+    bound = store._bytes_to_end(pattern)
+    assert bound is not None
+    if needed is not None:
+        assert bound >= needed, store.show(pattern)
