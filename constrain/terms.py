@@ -941,17 +941,20 @@ class TermStore:
         return self.seq(lowered, tail)
 
     def without_far_length_bound(self, term: int, length: int) -> int:
-        """``P·tail`` for ``(C{0,hi} & P)·tail`` (a string's ``maxLength`` over its
-        ``pattern``, no unit required any more, every string of ``P`` whole units ``C``)
-        where ``hi`` is at least ``length`` plus the most bytes any state of ``P`` needs
-        to end; ``term`` itself otherwise.
+        """``P·tail`` for ``(C{0,hi}·y & P)·tail`` (a string's ``maxLength`` over its
+        ``pattern``, or a format's own length, as a DNS name's 253 characters then an
+        optional dot: ``y`` may match nothing; no unit required any more; every string of
+        ``P`` whole units ``C``) where ``hi`` is at least ``length`` plus the most bytes any
+        state of ``P`` needs to end; ``term`` itself otherwise. With several such bounds
+        over one ``P`` (a format's and a ``maxLength``), all of them go.
 
         No string of at most ``length`` bytes tells the two apart: it starts at most
         ``length`` units, a string of ``P`` it reads into ends within that many more bytes
-        (so units), and where it leaves ``P`` it has used at most ``length``. The mask
-        engine then shares one mask between every count of a long string with a pattern
-        (a word-count pattern under ``maxLength: 500``: each count was a walk of its own
-        through ~1,400 new states, a count and a word count per byte read).
+        (so units), and where it leaves ``P`` it has used at most ``length``; a string of
+        ``C{0,hi}`` is one of ``C{0,hi}·y``. The mask engine then shares one mask between
+        every count of a long string with a pattern (a word-count pattern under
+        ``maxLength: 500``: each count was a walk of its own through ~1,400 new states, a
+        count and a word count per byte read).
 
         >>> store = TermStore()
         >>> letter, bang = store.byte_set(range(0x61, 0x7B)), store.byte_set([0x21])
@@ -968,20 +971,27 @@ class TermStore:
         if self._kind[head] != _AND:
             return term
         items = cast(tuple[int, ...], self._args[head])
-        if len(items) != 2 or not all(self.is_plain(i) for i in items):
+        if not all(self.is_plain(i) for i in items):
             return term
-        for side, other in ((items[0], items[1]), (items[1], items[0])):
-            counted = self._counted_tail(side)
-            if counted is None:
+        for kept in items:
+            farthest = self._bytes_to_end(kept)
+            if farthest is None or not all(
+                    self._far_length_bound(side, kept, length + farthest)
+                    for side in items if side != kept):
                 continue
-            prefix, unit, lo, hi = counted
-            if prefix != EPS or lo or hi < length:
-                continue
-            farthest = self._bytes_to_end(other)
-            if (farthest is not None and hi >= length + farthest
-                    and self._copies_hold(other, unit)):
-                return self.seq(other, tail)
+            return self.seq(kept, tail)
         return term
+
+    def _far_length_bound(self, side: int, plain: int, least: int) -> bool:
+        """Whether ``side`` is ``C{0,hi}·y`` with ``y`` matching the empty string, ``hi`` at
+        least ``least`` and every string of ``plain`` whole units ``C`` (see
+        :meth:`without_far_length_bound`)."""
+        counted = self.counted_head(side)
+        if counted is None:
+            return False
+        unit, lo, hi, after = counted
+        return (not lo and hi is not None and hi >= least and self._nullable[after]
+                and not self._nullable[unit] and self._copies_hold(plain, unit))
 
     def _bytes_to_end(self, plain: int) -> int | None:
         """At least as many bytes as any state of the plain term ``plain`` (``plain`` or a

@@ -390,29 +390,44 @@ def test_counts_beyond_the_longest_token_share_one_mask(qwen_vocab: Vocabulary) 
 
 
 
-def test_a_long_string_under_a_pattern_shares_its_masks_until_near_its_end() -> None:
-    """A ``maxLength`` far above the longest token over a word-count ``pattern``: the
+# (schema, the string walked byte by byte to its last character, what a twin is per:
+# at most this many distinct twins among the shared states)
+_LONG_STRINGS = {
+    # A word count under maxLength: one twin per word count, in a word or after it.
+    "word-count": ({"type": "string", "minLength": 20, "maxLength": 90,
+                    "pattern": "^(?:\\S+\\s+){0,7}\\S+$"},
+                   b"xxxxxxxxxx " * 7 + b"x" * 13, 2 * 8),
+    # A DNS name's own 253 characters then an optional dot, and a maxLength over it: two
+    # bounds over one pattern; one twin per place in a label.
+    "hostname": ({"type": "string", "format": "hostname", "maxLength": 100},
+                 b"abcdefghi." * 9 + b"abcdefghij", 64),
+}
+
+
+@pytest.mark.parametrize("name", _LONG_STRINGS)
+def test_a_long_string_under_a_pattern_shares_its_masks_until_near_its_end(name: str) -> None:
+    """A length bound far above the longest token over a ``pattern`` or ``format``: the
     states inside the string share the mask of the pattern alone (no length bound) while
     no token can reach the bound, and every mask is exact (brute force) at each count,
     near the end too, where the bound decides (``TermStore.without_far_length_bound``)."""
     import constrain
 
+    schema, text, most_twins = _LONG_STRINGS[name]
     words = [f"w{'x' * k} " * n for k in range(3) for n in range(1, 6)]
     tokens: list[bytes | None] = [
         *(w.encode() for w in words), b"a", b"ab", b" ", b"  ", b" " * 30, b"\\n", b"\\u0020",
-        "é".encode(), b'"', b'a"', b' "', b"x" * 25, b"x" * 25 + b'"', None]
+        "é".encode(), b'"', b'a"', b' "', b"x" * 25, b"x" * 25 + b'"', b"a.", b".", b"-",
+        b"abc.abc.abc.", b"a" * 29 + b".", b'."', None]
     vocab = Vocabulary.from_token_bytes(tokens, eos_token_ids=[len(tokens) - 1])
-    schema = {"type": "string", "minLength": 20, "maxLength": 90,
-              "pattern": "^(?:\\S+\\s+){0,7}\\S+$"}
     compiled = constrain.compile_json_schema(schema, vocab)
     automaton, masks = compiled.automaton, compiled._masks
     longest = masks.trie.max_depth
     state = automaton.step_bytes(automaton.start, b'"')
     shared, apart = [], []
-    for byte in b"xxxxxxxxxx " * 7 + b"x" * 13:  # every count, up to the last
+    for byte in text:  # every count, up to the last
         state = automaton.step(state, byte)
         (shared if automaton.bounded_twin(state, longest) != state else apart).append(state)
-    assert automaton.step(state, ord("x")) == DEAD
+    assert automaton.step(state, text[-1]) == DEAD
     for state in shared + apart:
         expected = brute_allowed(automaton, vocab, state)
         got = masks.allowed_token_ids(state)
@@ -420,7 +435,7 @@ def test_a_long_string_under_a_pattern_shares_its_masks_until_near_its_end() -> 
             state, [vocab.token_bytes[t] for t in np.setxor1d(expected, got)])
     assert len(shared) >= 20 and len(apart) >= 40  # below minLength, and near the end
     twins = {automaton.bounded_twin(s, longest) for s in shared}
-    assert len(twins) <= 2 * 8  # per word count, inside a word or after it: not per count
+    assert len(twins) <= most_twins  # not one per count
 
 
 def _strings_over(alphabet: str, longest: int) -> list[bytes]:
