@@ -717,8 +717,10 @@ class Automaton:
         """A state no string of at most ``length`` bytes tells apart from ``state``
         (the same ones lead to dead states, and both may end or not): ``state`` with the
         counts of a counted repeat on top of its only stack lowered to ``length + 1``
-        (see :meth:`TermStore.with_counts_at_most`); ``state`` itself where none is
-        higher.
+        (see :meth:`TermStore.with_counts_at_most`), or without a length bound too far
+        for such a string to reach over the pattern it bounds (see
+        :meth:`TermStore.without_far_length_bound`); ``state`` itself where neither
+        applies.
 
         Tokens are such strings, so the two have the same mask: decoding a long counted
         run meets a new state at every token, but all of them share the twin's mask.
