@@ -286,3 +286,36 @@ def test_single_byte_tokens_cover_utf8_text(vocab_name: str,
     needed = set("".join(t for _, v in REGEXES.values() for t in v).encode())
     needed |= set("".join(t for v in CHOICES.values() for t in v).encode())
     assert needed <= set(singles), sorted(needed - set(singles))
+
+
+# Strings whose length bound lies far above the longest token, over a pattern or format:
+# while no token can reach the bound their masks are the pattern's alone (see
+# TermStore.without_far_length_bound); long walks run into the bound, where it decides.
+LONG_BOUNDED_STRINGS = {
+    "word-count": {"type": "string", "minLength": 5, "maxLength": 160,
+                   "pattern": "^(?:\\S+\\s+){0,9}\\S+$"},
+    "hostname": {"type": "string", "format": "hostname", "maxLength": 180},
+    "uri": {"type": "string", "format": "uri", "maxLength": 200},
+}
+
+
+@pytest.mark.parametrize("name", LONG_BOUNDED_STRINGS)
+def test_random_walks_into_a_far_length_bound_are_sound(name: str,
+                                                        qwen_vocab: Vocabulary) -> None:
+    import json
+
+    import jsonschema
+
+    from constrain import compile_json_schema
+
+    schema = LONG_BOUNDED_STRINGS[name]
+    validator = jsonschema.Draft202012Validator(
+        schema, format_checker=jsonschema.Draft202012Validator.FORMAT_CHECKER)
+    compiled = compile_json_schema(schema, qwen_vocab)
+    lengths = []
+    for seed in range(4):
+        text, _ = random_walk(compiled, seed, eos_after=40, max_steps=600)
+        value = json.loads(text)
+        assert validator.is_valid(value), (text, next(validator.iter_errors(value)).message)
+        lengths.append(len(value))
+    assert max(lengths) == schema["maxLength"]  # a walk wrote up to the bound
