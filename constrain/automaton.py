@@ -738,6 +738,27 @@ class Automaton:
             stack = self._push(rest, lowered)
             return self.DEAD if stack == DEAD_STACK else self._intern((stack,))
 
+    def length_bound_reach(self, state: int) -> tuple[int, int] | None:
+        """For a state whose only stack has a length bound over a pattern on top (see
+        :meth:`TermStore.length_bound_reach`): the state with the pattern alone, and how
+        many bytes a string may have for the two states to agree on it. ``None`` for any
+        other state.
+
+        A ``maxLength`` shorter than the longest token (plus what the pattern needs to
+        end) has no :meth:`bounded_twin`, but its mask is still the pattern's but for the
+        few tokens longer than that reach (see :class:`~constrain.masks.TokenMasks`)."""
+        config = self._configs[state]
+        if len(config) != 1 or config[0] == EMPTY_STACK:
+            return None
+        top, rest = self._stack_frames[config[0]]
+        with self._lock:  # making terms and states
+            found = self.terms.length_bound_reach(top)
+            if found is None:
+                return None
+            free, reach = found
+            stack = self._push(rest, free)
+            return (self.DEAD if stack == DEAD_STACK else self._intern((stack,))), reach
+
     def counted_run(self, state: int) -> CountedRun | None:
         """For a state whose only stack has a counted repeat ``x{lo,hi}·tail`` on top, of a
         lexical ``x`` that cannot match the empty string and a count that is not plain

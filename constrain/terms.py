@@ -943,18 +943,14 @@ class TermStore:
     def without_far_length_bound(self, term: int, length: int) -> int:
         """``P·tail`` for ``(C{0,hi}·y & P)·tail`` (a string's ``maxLength`` over its
         ``pattern``, or a format's own length, as a DNS name's 253 characters then an
-        optional dot: ``y`` may match nothing; no unit required any more; every string of
-        ``P`` whole units ``C``) where ``hi`` is at least ``length`` plus the most bytes any
-        state of ``P`` needs to end; ``term`` itself otherwise. With several such bounds
-        over one ``P`` (a format's and a ``maxLength``), all of them go.
+        optional dot) where no string of at most ``length`` bytes tells the two apart: the
+        bound's reach (see :meth:`length_bound_reach`) is at least ``length``; ``term``
+        itself otherwise. With several such bounds over one ``P`` (a format's and a
+        ``maxLength``), all of them go.
 
-        No string of at most ``length`` bytes tells the two apart: it starts at most
-        ``length`` units, a string of ``P`` it reads into ends within that many more bytes
-        (so units), and where it leaves ``P`` it has used at most ``length``; a string of
-        ``C{0,hi}`` is one of ``C{0,hi}·y``. The mask engine then shares one mask between
-        every count of a long string with a pattern (a word-count pattern under
-        ``maxLength: 500``: each count was a walk of its own through ~1,400 new states, a
-        count and a word count per byte read).
+        The mask engine then shares one mask between every count of a long string with a
+        pattern (a word-count pattern under ``maxLength: 500``: each count was a walk of
+        its own through ~1,400 new states, a count and a word count per byte read).
 
         >>> store = TermStore()
         >>> letter, bang = store.byte_set(range(0x61, 0x7B)), store.byte_set([0x21])
@@ -962,36 +958,61 @@ class TermStore:
         >>> bound = store.intersect([store.repeat(store.alt([letter, bang]), 0, 200), words])
         >>> store.show(store.without_far_length_bound(store.seq(bound, bang), 128))
         '[61-7a]{1,3}[21][21]'
-        >>> store._bytes_to_end(words)  # from the start: a letter and "!"
-        2
         >>> store.without_far_length_bound(bound, 199) == bound  # 199 + 2 > 200
         True
         """
+        found = self.length_bound_reach(term)
+        return found[0] if found is not None and found[1] >= length else term
+
+    def length_bound_reach(self, term: int) -> tuple[int, int] | None:
+        """``(P·tail, reach)`` for ``(C{0,hi}·y & P)·tail`` where ``y`` may match nothing, no
+        unit is required any more and every string of ``P`` is whole units ``C``; ``reach``
+        is ``hi`` less the most bytes any state of ``P`` needs to end (the least such
+        ``hi`` where several bounds are over one ``P``). ``None`` for a term of no such
+        form.
+
+        No string of at most ``reach`` bytes tells ``term`` and ``P·tail`` apart: it
+        starts at most ``reach`` units, a string of ``P`` it reads into ends within
+        ``hi - reach`` more bytes (so units), and where it leaves ``P`` it has used at most
+        ``reach``; a string of ``C{0,hi}`` is one of ``C{0,hi}·y``. So the two states allow
+        the same tokens of at most ``reach`` bytes, and only longer ones need deciding one
+        by one.
+
+        >>> store = TermStore()
+        >>> letter, bang = store.byte_set(range(0x61, 0x7B)), store.byte_set([0x21])
+        >>> words = store.seq(store.repeat(letter, 1, 3), bang)
+        >>> bound = store.intersect([store.repeat(store.alt([letter, bang]), 0, 200), words])
+        >>> free, reach = store.length_bound_reach(store.seq(bound, bang))
+        >>> store.show(free), reach, store._bytes_to_end(words)  # a letter and "!" at most
+        ('[61-7a]{1,3}[21][21]', 198, 2)
+        """
         head, tail = self.head_tail(term)
         if self._kind[head] != _AND:
-            return term
+            return None
         items = cast(tuple[int, ...], self._args[head])
         if not all(self.is_plain(i) for i in items):
-            return term
+            return None
         for kept in items:
             farthest = self._bytes_to_end(kept)
-            if farthest is None or not all(
-                    self._far_length_bound(side, kept, length + farthest)
-                    for side in items if side != kept):
+            if farthest is None:
                 continue
-            return self.seq(kept, tail)
-        return term
+            bounds = [self._length_bound(side, kept) for side in items if side != kept]
+            if bounds and None not in bounds:
+                return self.seq(kept, tail), min(cast(list[int], bounds)) - farthest
+        return None
 
-    def _far_length_bound(self, side: int, plain: int, least: int) -> bool:
-        """Whether ``side`` is ``C{0,hi}·y`` with ``y`` matching the empty string, ``hi`` at
-        least ``least`` and every string of ``plain`` whole units ``C`` (see
-        :meth:`without_far_length_bound`)."""
+    def _length_bound(self, side: int, plain: int) -> int | None:
+        """``hi`` where ``side`` is ``C{0,hi}·y`` with ``y`` matching the empty string and
+        every string of ``plain`` whole units ``C`` (see :meth:`length_bound_reach`);
+        ``None`` otherwise."""
         counted = self.counted_head(side)
         if counted is None:
-            return False
+            return None
         unit, lo, hi, after = counted
-        return (not lo and hi is not None and hi >= least and self._nullable[after]
-                and not self._nullable[unit] and self._copies_hold(plain, unit))
+        if (lo or hi is None or not self._nullable[after] or self._nullable[unit]
+                or not self._copies_hold(plain, unit)):
+            return None
+        return hi
 
     def _bytes_to_end(self, plain: int) -> int | None:
         """At least as many bytes as any state of the plain term ``plain`` (``plain`` or a

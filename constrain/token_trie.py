@@ -30,6 +30,7 @@ from __future__ import annotations
 
 from collections.abc import Sequence
 from dataclasses import dataclass
+from functools import cached_property
 from typing import Any
 
 import numpy as np
@@ -84,6 +85,21 @@ class TokenTrie:
         """The bytes of sorted string ``index``."""
         lo, hi = self.string_offsets[index], self.string_offsets[index + 1]
         return self.string_data[lo:hi].tobytes()
+
+    def strings_longer_than(self, length: int) -> np.ndarray:
+        """The sorted strings of more than ``length`` bytes, longest first.
+
+        >>> TokenTrie.build([b"a", b"abc", b"ab", b"xyz"]).strings_longer_than(2).tolist()
+        [2, 3]
+        """
+        order, lengths = self._longest_first
+        return order[:int(np.searchsorted(-lengths, -length, side="left"))]
+
+    @cached_property
+    def _longest_first(self) -> tuple[np.ndarray, np.ndarray]:
+        lengths = np.diff(self.string_offsets)
+        order = np.argsort(-lengths, kind="stable")
+        return order, lengths[order]
 
     def token_ids_of(self, strings: np.ndarray) -> np.ndarray:
         """Every token id whose bytes are one of the sorted strings ``strings``."""

@@ -438,6 +438,58 @@ def test_a_long_string_under_a_pattern_shares_its_masks_until_near_its_end(name:
     assert len(twins) <= most_twins  # not one per count
 
 
+_NEAR_BOUNDS = {
+    **{name: (schema, text, {}) for name, (schema, text, _) in _LONG_STRINGS.items()},
+    # A pattern that needs five more characters from its start, spelt raw (so five
+    # bytes): a long token of letters fits the pattern but not the bound, which leaves no
+    # room for the digits. Tokens of one to three bytes past the reach tell it apart.
+    "required-suffix": ({"type": "string", "maxLength": 30, "pattern": "^[a-z]{0,40}[0-9]{5}$"},
+                        b"a" * 25 + b"12345", {"escapes": "required"}),
+}
+
+
+@pytest.mark.parametrize("name", _NEAR_BOUNDS)
+def test_a_string_near_its_length_bound_decides_only_its_longer_tokens(name: str) -> None:
+    """Nearer its bound than the longest token (no twin), a string's mask is its
+    pattern's for every token up to the bound's reach, and each longer token is decided
+    by a step through its bytes (``TokenMasks._near_bound_mask``): exact at every count
+    (brute force), with long tokens both kept and dropped along the way."""
+    import constrain
+
+    schema, text, options = _NEAR_BOUNDS[name]
+    tokens: list[bytes | None] = [
+        b"a", b"x", b" ", b"w ", b"ab", b".", b"a.", b'"', b'a"', b"\\n", b"x" * 12,
+        b"x" * 12 + b'"', b"x " * 8, b"abc.abc.abc.", b"a" * 29 + b".", b"x" * 40,
+        b"x" * 40 + b'"', b"abcdefghi." * 4, b" " * 30, b"1", b"12345", b'12345"',
+        b"a" * 23, b"a" * 26, b"a" * 25 + b"1", None]
+    vocab = Vocabulary.from_token_bytes(tokens, eos_token_ids=[len(tokens) - 1])
+    compiled = constrain.compile_json_schema(schema, vocab, **options)
+    automaton, masks = compiled.automaton, compiled._masks
+    longest = masks.trie.max_depth
+    state = automaton.step_bytes(automaton.start, b'"')
+    served, kept, dropped = 0, set(), set()
+    for byte in text:
+        state = automaton.step(state, byte)
+        if automaton.bounded_twin(state, longest) != state:
+            continue
+        found = automaton.length_bound_reach(state)
+        near = masks._near_bound_mask(state)
+        if found is None or near is None:
+            continue
+        served += 1
+        expected = brute_allowed(automaton, vocab, state)
+        got = np.flatnonzero(np.unpackbits(near.view(np.uint8), bitorder="little"))
+        assert np.array_equal(expected, got[got < vocab.size]), (
+            state, [vocab.token_bytes[t] for t in np.setxor1d(expected, got)])
+        for token in expected.tolist():
+            if token != len(tokens) - 1 and len(tokens[token] or b"") > found[1]:
+                kept.add(token)
+        dropped |= {t for t, b in enumerate(tokens) if b and len(b) > found[1]} - set(
+            expected.tolist())
+    assert served >= 20
+    assert kept and dropped  # the long tokens were decided, not all kept nor all dropped
+
+
 def _strings_over(alphabet: str, longest: int) -> list[bytes]:
     words = [""]
     out: list[bytes] = []
