@@ -60,6 +60,8 @@ _SHARED_CODES = 65536
 _shared_codes: dict[Fingerprint, Code | None] = {}
 _shared_codes_lock = threading.Lock()
 _MEMBER_LIVENESS_BUDGET = 2_000
+# A token under a length bound falls back to stepping through its bytes past this.
+_FIT_LIVENESS_BUDGET = 2_000
 
 
 class HeadSplit(NamedTuple):
@@ -83,6 +85,17 @@ class CountedRun(NamedTuple):
     most: int | None
     below: Stack
     tail: int
+
+
+class LengthBound(NamedTuple):
+    """See :meth:`Automaton.length_bound`: the state is ``(unit{0,most} & pattern)·tail``
+    on its only stack, and ``tail`` starts with a byte of ``tail_starts`` (a 256-bit set;
+    ``None`` where it may start otherwise: empty, or with a rule)."""
+
+    unit: int
+    most: int
+    pattern: int
+    tail_starts: int | None
 
 
 class LiteralText(NamedTuple):
@@ -186,6 +199,9 @@ class Automaton:
         # them; reading them back from a 256-entry row costs more than the row took).
         self._successors: dict[int, tuple[int, ...]] = {}
         self._codes: dict[int, Code | None] = {}
+        # Per (unit, pattern term): the fewest units left found enough to end, the most
+        # found too few (see fits_length_bound).
+        self._fits: dict[tuple[int, int], tuple[int | None, int]] = {}
         self._bits_of_state: dict[int, int] = {}
         self._state_of_bits: dict[int, int] = {}
         self._rows[self.DEAD] = self.DEAD
@@ -758,6 +774,62 @@ class Automaton:
             free, reach = found
             stack = self._push(rest, free)
             return (self.DEAD if stack == DEAD_STACK else self._intern((stack,))), reach
+
+    def length_bound(self, state: int) -> LengthBound | None:
+        """For a state whose only stack has a plain length bound over a pattern on top
+        (:meth:`TermStore.plain_length_bound`): its parts; ``None`` for any other state.
+        With them a token longer than the bound's reach is decided from how many units it
+        writes and the pattern's state after it (see :meth:`fits_length_bound`)."""
+        config = self._configs[state]
+        if len(config) != 1 or config[0] == EMPTY_STACK:
+            return None
+        top = self._stack_frames[config[0]][0]
+        with self._lock:  # derivatives make terms
+            t = self.terms
+            found = t.plain_length_bound(top)
+            if found is None:
+                return None
+            unit, most, pattern, tail = found
+            starts: int | None = None
+            if not t.nullable(tail):
+                pieces, refs = t.derivative(tail)
+                if not refs:
+                    starts = 0
+                    for bits, _ in pieces:
+                        starts |= bits
+            return LengthBound(unit, most, pattern, starts)
+
+    def fits_length_bound(self, bound: LengthBound, data: bytes, units: int) -> bool | None:
+        """Whether ``data``, read as ``units`` whole units that stay inside the bound (it
+        ends where a unit does), leaves the pattern a way to end within the units left:
+        ``(unit{0,most-units} & pattern')`` is not empty, ``pattern'`` the pattern after
+        ``data`` (stepped alone: its states recur, the bound's count does not). ``None``
+        where deciding it would search more than a budget allows.
+
+        Monotone in the units left, so each pattern state remembers the fewest found
+        enough and the most found too few, and most tokens are decided by a lookup."""
+        left = bound.most - units
+        if left < 0:
+            return False
+        with self._lock:  # derivatives make terms
+            t = self.terms
+            pattern = bound.pattern
+            for byte in data:
+                pattern = t.derivative_byte(pattern, byte)[0]
+                if pattern == EMPTYSET:
+                    return False
+            enough, too_few = self._fits.get((bound.unit, pattern), (None, -1))
+            if enough is not None and left >= enough:
+                return True
+            if left <= too_few:
+                return False
+            live = t.is_live_within(
+                t.intersect([t.repeat(bound.unit, 0, left), pattern]), _FIT_LIVENESS_BUDGET)
+            if live is not None:
+                self._fits[(bound.unit, pattern)] = (
+                    (left if enough is None else min(enough, left), too_few) if live
+                    else (enough, max(too_few, left)))
+            return live
 
     def counted_run(self, state: int) -> CountedRun | None:
         """For a state whose only stack has a counted repeat ``x{lo,hi}·tail`` on top, of a

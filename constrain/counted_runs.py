@@ -213,7 +213,7 @@ class CountedRuns:
         run = self._automaton.counted_run(state)
         if run is None or max(run.least, run.most or 0) < self.min_count:
             return None
-        profile = self._profile(run.item)
+        profile = self.profile(run.item)
         if profile is None:
             return None
         key = (run.item, run.below, run.tail)
@@ -270,7 +270,9 @@ class CountedRuns:
         data = self._vocab.token_bytes[token]
         return self._automaton.step_bytes(state, data) if data is not None else Automaton.DEAD
 
-    def _profile(self, item: int) -> RunProfile | None:
+    def profile(self, item: int) -> RunProfile | None:
+        """How every token reads as copies of ``item`` (see :func:`run_profile`), kept per
+        vocabulary; ``None`` where ``item`` is ambiguous about where a copy ends."""
         if item in self._profiles:
             return self._profiles[item]
         key = self._automaton.terms.fingerprint(item)

@@ -36,6 +36,7 @@ from __future__ import annotations
 
 import threading
 import time
+from collections.abc import Callable
 from typing import NamedTuple, cast
 
 import numpy as np
@@ -43,7 +44,7 @@ import numpy as np
 from . import walk_kernel
 from .automaton import Automaton
 from .cache import recurring, token_trie
-from .counted_runs import CountedRuns
+from .counted_runs import LEAVES, STAYS, CountedRuns
 from .literal_runs import LiteralRuns, TextChain
 from .token_trie import TokenTrie
 from .utf8 import UTF8_BOUNDARY, UTF8_MULTIBYTE_EDGES
@@ -178,14 +179,12 @@ class TokenMasks:
         (see :meth:`Automaton.length_bound_reach`) from the mask of its pattern alone:
         the same tokens up to the bound's reach, and each longer one (at most
         ``_MAX_LONG_TOKENS`` of them) allowed iff stepping through its bytes from
-        ``state`` leaves a live state, as :meth:`Automaton.step_bytes` decides for an
-        advance. ``None`` where the state has no such bound or too many tokens are longer.
+        ``state`` would leave a live state (see :meth:`_longer_token_rule`). ``None`` where
+        the state has no such bound or too many tokens are longer.
 
         Walked instead, such a state (``maxLength: 100`` over a word count) builds rows
-        for every count and word count its tokens pass through: 70-100 ms a step on a
-        151k vocabulary, against 30-70 ms served, most of it the longer tokens' steps (a
-        new intersection state per byte; deciding them from the pattern's step and the
-        units they write would cost a lookup each).
+        for every count and word count its tokens pass through: 70-130 ms a step on a
+        151k vocabulary, against ~8 ms served (most of it the pattern's own mask).
         """
         automaton = self.automaton
         found = automaton.length_bound_reach(state)
@@ -199,8 +198,9 @@ class TokenMasks:
         held = (words[longer >> 5] >> (longer & 31).astype(np.uint32)) & 1
         np.bitwise_and.at(words, longer >> 5, ~(np.uint32(1) << (longer & 31).astype(np.uint32)))
         table = self.vocab.token_bytes
+        decide = self._longer_token_rule(state)
         kept = [token for token in longer[held.astype(bool)].tolist()
-                if automaton.step_bytes(state, table[token]) != Automaton.DEAD]
+                if decide(token, table[token])]
         if kept:
             _set_bits(words, np.array(kept, dtype=np.int64))
         packed = words.view(np.int32)
@@ -208,6 +208,41 @@ class TokenMasks:
             packed |= self._eos_words
         packed.flags.writeable = False
         return packed
+
+    def _longer_token_rule(self, state: int) -> Callable[[int, bytes], bool]:
+        """How :meth:`_near_bound_mask` decides a token its pattern alone allows: from
+        the units it writes where the bound is a plain one over units every token reads
+        the same way (a JSON string's characters, then its quote, which no character
+        starts with), else by stepping ``state`` through its bytes.
+
+        A token that leaves the string after ``c`` units fits iff ``c`` is within the
+        bound (where the string ends is fixed by the token, and the pattern took it); one
+        that stays inside after ``c`` whole units iff the pattern after it can end within
+        the units left (:meth:`Automaton.fits_length_bound`). Stepped instead, each
+        is a new intersection state per byte, at every count (~3 ms for 100 bytes)."""
+        automaton = self.automaton
+
+        def stepped(token: int, data: bytes) -> bool:
+            return automaton.step_bytes(state, data) != Automaton.DEAD
+
+        bound = automaton.length_bound(state)
+        profile = self.runs.profile(bound.unit) if bound is not None else None
+        if (bound is None or profile is None or bound.tail_starts is None
+                or any(bound.tail_starts >> int(b) & 1 for b in np.flatnonzero(profile.starts))):
+            return stepped
+        copies, ends = profile.copies, profile.ends
+
+        def by_units(token: int, data: bytes) -> bool:
+            how, count = int(ends[token]), int(copies[token])
+            if how == LEAVES:
+                return count <= bound.most
+            if how == STAYS:
+                fits = automaton.fits_length_bound(bound, data, count)
+                if fits is not None:
+                    return fits
+            return stepped(token, data)
+
+        return by_units
 
     def build_all(self, limit: int) -> bool:
         """Build every automaton row and what the kernel knows about every state, when
@@ -815,11 +850,11 @@ _RECURRING_PLANS = 1024
 # Loop plans kept per vocabulary (a mask row and the trie nodes where tokens leave the
 # loop: up to a few hundred KB for a JSON string's characters on a 151k vocabulary).
 _RECURRING_LOOP_PLANS = 64
-# Tokens longer than a length bound's reach are decided one by one, each a step through
-# its bytes: beyond this many, one walk of the trie costs less (a word count under
-# maxLength 100 on Qwen: 35-67 ms against a walk's 70-100 ms up to 1,171 longer tokens,
-# 94 against 73 ms at 4,134).
-_MAX_LONG_TOKENS = 1024
+# Tokens longer than a length bound's reach are decided one by one, most by a lookup of
+# the units they write: beyond this many, one walk of the trie costs less (a word count
+# under maxLength 100 on Qwen: ~8 ms against a walk's 70-130 ms up to 553 longer tokens,
+# 14 against 57 ms at 1,171, 49 against 96 ms at 4,134, 303 against 95 ms at 33,546).
+_MAX_LONG_TOKENS = 4096
 # Unions of at most this many members get their plan from their members' plans; a larger
 # one (an enum of many strings, say) is cheaper walked as a whole.
 _MAX_MEMBERS = 64

@@ -986,6 +986,37 @@ class TermStore:
         >>> store.show(free), reach, store._bytes_to_end(words)  # a letter and "!" at most
         ('[61-7a]{1,3}[21][21]', 198, 2)
         """
+        found = self._length_bounds(term)
+        if found is None:
+            return None
+        kept, farthest, bounds, tail = found
+        return self.seq(kept, tail), min(hi for _, hi, _ in bounds) - farthest
+
+    def plain_length_bound(self, term: int) -> tuple[int, int, int, int] | None:
+        """``(C, hi, P, tail)`` for ``(C{0,hi} & P)·tail``, a :meth:`length_bound_reach`
+        form with nothing after the bounds (a string's ``maxLength`` over its ``pattern``;
+        the least ``hi`` where there are several); ``None`` otherwise.
+
+        >>> store = TermStore()
+        >>> letter, bang = store.byte_set(range(0x61, 0x7B)), store.byte_set([0x21])
+        >>> words = store.repeat(letter, 1, 3)
+        >>> bound = store.intersect([store.repeat(letter, 0, 40), words])
+        >>> unit, hi, pattern, tail = store.plain_length_bound(store.seq(bound, bang))
+        >>> unit == letter, hi, pattern == words, tail == bang
+        (True, 40, True, True)
+        """
+        found = self._length_bounds(term)
+        if found is None:
+            return None
+        kept, _, bounds, tail = found
+        units = {unit for unit, _, _ in bounds}
+        if len(units) != 1 or any(after != EPS for _, _, after in bounds):
+            return None
+        return units.pop(), min(hi for _, hi, _ in bounds), kept, tail
+
+    def _length_bounds(self, term: int) -> tuple[int, int, list[tuple[int, int, int]], int] | None:
+        """``(P, most bytes P needs to end, [(C, hi, y) per bound], tail)`` for the forms of
+        :meth:`length_bound_reach`."""
         head, tail = self.head_tail(term)
         if self._kind[head] != _AND:
             return None
@@ -998,13 +1029,13 @@ class TermStore:
                 continue
             bounds = [self._length_bound(side, kept) for side in items if side != kept]
             if bounds and None not in bounds:
-                return self.seq(kept, tail), min(cast(list[int], bounds)) - farthest
+                return kept, farthest, cast(list[tuple[int, int, int]], bounds), tail
         return None
 
-    def _length_bound(self, side: int, plain: int) -> int | None:
-        """``hi`` where ``side`` is ``C{0,hi}·y`` with ``y`` matching the empty string and
-        every string of ``plain`` whole units ``C`` (see :meth:`length_bound_reach`);
-        ``None`` otherwise."""
+    def _length_bound(self, side: int, plain: int) -> tuple[int, int, int] | None:
+        """``(C, hi, y)`` where ``side`` is ``C{0,hi}·y`` with ``y`` matching the empty
+        string and every string of ``plain`` whole units ``C`` (see
+        :meth:`length_bound_reach`); ``None`` otherwise."""
         counted = self.counted_head(side)
         if counted is None:
             return None
@@ -1012,7 +1043,7 @@ class TermStore:
         if (lo or hi is None or not self._nullable[after] or self._nullable[unit]
                 or not self._copies_hold(plain, unit)):
             return None
-        return hi
+        return unit, hi, after
 
     def _bytes_to_end(self, plain: int) -> int | None:
         """At least as many bytes as any state of the plain term ``plain`` (``plain`` or a
