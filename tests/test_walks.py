@@ -290,10 +290,15 @@ def test_single_byte_tokens_cover_utf8_text(vocab_name: str,
 
 # Strings whose length bound lies far above the longest token, over a pattern or format:
 # while no token can reach the bound their masks are the pattern's alone (see
-# TermStore.without_far_length_bound); long walks run into the bound, where it decides.
+# TermStore.without_far_length_bound); long walks run into the bound, where it decides,
+# the pattern's mask still standing in for the tokens short enough and the longer ones
+# decided one by one (TokenMasks._near_bound_mask), as for a bound below the longest
+# token from the start.
 LONG_BOUNDED_STRINGS = {
     "word-count": {"type": "string", "minLength": 5, "maxLength": 160,
                    "pattern": "^(?:\\S+\\s+){0,9}\\S+$"},
+    "near-word-count": {"type": "string", "maxLength": 60,
+                        "pattern": "^(?:\\S+\\s+){0,9}\\S+$"},
     "hostname": {"type": "string", "format": "hostname", "maxLength": 180},
     "uri": {"type": "string", "format": "uri", "maxLength": 200},
 }
