@@ -43,7 +43,8 @@ from typing import TYPE_CHECKING, Any
 
 from .automaton import Automaton, AutomatonOptions
 from .errors import ResourceLimitError
-from .grammar import Expr, Grammar, alt, intersect
+from .grammar import NOTHING, Expr, Grammar, alt, intersect
+from .json_arrays import counted_array
 from .json_literals import canonical, json_type
 from .json_nodes import Node
 from .json_typed import JSON_TYPES, NeedsRegular, Typed
@@ -65,6 +66,13 @@ _OBJECT_NEUTRAL = frozenset({
     "exclusiveMinimum", "exclusiveMaximum", "multipleOf", "items", "prefixItems",
     "additionalItems", "minItems", "maxItems", "contains", "minContains", "maxContains",
     "uniqueItems", "$ref", "allOf"})
+# Keywords that say nothing about arrays (see _element_schemas).
+_ARRAY_NEUTRAL = frozenset({
+    "type", "minLength", "maxLength", "pattern", "format", "minimum", "maximum",
+    "exclusiveMinimum", "exclusiveMaximum", "multipleOf", "properties", "required",
+    "additionalProperties", "patternProperties", "propertyNames", "minProperties",
+    "maxProperties", "dependentRequired", "dependentSchemas", "dependencies", "$ref",
+    "allOf"})
 _EMPTINESS_BUDGET = AutomatonOptions(max_states=2_000, max_terms=200_000)
 
 
@@ -383,6 +391,35 @@ class Combinators:
                 parts.append(part)
         return alt(*parts)
 
+    def _arrays_without(self, context: list[Node], removed: Node,
+                        negative: bool) -> Expr | None:
+        """The arrays of ``context`` that fail ``removed``, when both say of arrays only
+        what every element must be (``items`` as one schema): arrays of the context's
+        elements of which at least one fails ``removed``'s items. Each element is a merge
+        of schemas, so it may be recursive or free-form: the failing one is
+        ``{"not": items}`` merged into the context's element, an object's or a scalar's
+        complement again (an object's built from its failures, see
+        :meth:`_objects_without`), not a complement of the whole array. ``None`` where
+        either says more about arrays (counts, positions, ``contains``, a combinator).
+        """
+        flat_context = self.c._flatten(context)
+        flat_removed = self.c._flatten([removed])
+        if flat_context is None or flat_removed is None:
+            return None
+        elements = _element_schemas(flat_context)
+        tests = _element_schemas(flat_removed)
+        if elements is None or tests is None:
+            return None
+        if not tests:
+            return NOTHING  # every element passes, so every array does
+        passing = self.c.value(elements + tests, negative)
+        failing = self.refs.union(
+            self.c.value(elements + [self.c.synthetic(
+                test, "fails", lambda test=test: {"not": test.schema}, "not")], negative)
+            for test in tests)
+        # Disjoint parts: the elements before the first failing one pass every test.
+        return counted_array(self.c.syn, passing.expr(), failing.expr(), 1, None)
+
     def _failures(self, node: Node) -> list[Node] | None:
         """Schemas whose union is "an object that fails ``node``" (see
         :meth:`_objects_without`), or ``None``."""
@@ -418,7 +455,8 @@ class Combinators:
         base = self.c.value(rest, negative)
         cut = self.c.value(rest + [excluded], not negative)
         return self._difference(base, cut, "not", excluded.pointer, negative,
-                                lambda: self._objects_without(rest, [excluded], negative))
+                                lambda: self._objects_without(rest, [excluded], negative),
+                                lambda: self._arrays_without(rest, excluded, negative))
 
     def _if(self, flat: list[Node], node: Node, negative: bool) -> Typed:
         test = _key_test(node)
@@ -440,7 +478,8 @@ class Combinators:
         kept = rest + ([other] if other is not None else [])
         return self.refs.union([chosen, self._difference(
             otherwise, cut, "if", condition.pointer, negative,
-            lambda: self._objects_without(kept, [condition], negative))])
+            lambda: self._objects_without(kept, [condition], negative),
+            lambda: self._arrays_without(kept, condition, negative))])
 
     def _split_on_key(self, flat: list[Node], key: str, negative: bool) -> Typed:
         """Every ``if`` in ``flat`` that tests property ``key`` against a few scalars (see
@@ -501,15 +540,17 @@ class Combinators:
         return self.refs.union(cases)
 
     def _difference(self, base: Typed, cut: Typed, keyword: str, pointer: str,
-                    negative: bool, objects: Any = None) -> Typed:
-        """``base`` minus ``cut`` per type; ``objects()`` may build the object part
-        structurally when it is not regular."""
+                    negative: bool, objects: Any = None, arrays: Any = None) -> Typed:
+        """``base`` minus ``cut`` per type; ``objects()`` and ``arrays()`` may build the
+        object and array parts structurally when they are not regular."""
         parts: dict[str, Expr] = {}
         for t in base.types:
             try:
                 part = self.refs.minus(base, cut, t, negative, regularize=False)
             except NeedsRegular:
                 part = objects() if t == "object" and objects is not None else None
+                if t == "array" and arrays is not None:
+                    part = arrays()
                 if part is None:
                     try:
                         part = self.refs.minus(base, cut, t, negative)
@@ -551,6 +592,27 @@ class _KeyTest:
 
 
 _SCALAR_VALUES = (type(None), bool, int, float, str)
+
+
+def _element_schemas(flat: list[Node]) -> list[Node] | None:
+    """What every element of an array must satisfy, where the schemas ``flat`` say
+    nothing else of arrays (``items`` as one schema; other keywords only about other
+    types); ``None`` where they do, or allow no array at all."""
+    out = []
+    for n in flat:
+        declared = n.get("type")
+        if declared is not None and "array" not in (
+                [declared] if isinstance(declared, str) else declared):
+            return None
+        for keyword in n.schema:
+            if keyword in _ARRAY_NEUTRAL or keyword not in n.dialect.keywords or (
+                    keyword in n.skip):
+                continue
+            if keyword != "items" or isinstance(n.get("items"), list):
+                return None
+        if n.has("items"):
+            out.append(n.child(n.get("items"), "items"))
+    return out
 
 
 def _listed_values(schema: Any, keywords: frozenset[str]) -> list[Any] | None:

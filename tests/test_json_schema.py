@@ -45,6 +45,25 @@ def verdict(schema: Any, instance: Any) -> bool:
 
 
 # (id, schema, instances): each instance is checked against jsonschema's verdict.
+def _nested(depth: int) -> Any:
+    """A value ``depth`` arrays deep."""
+    value: Any = 1
+    for _ in range(depth):
+        value = [value]
+    return value
+
+
+ARRAYS_FAILING_ITEMS = {"type": "array", "items": {"type": "object"},
+                        "not": {"items": {"required": ["a"]}}}
+ONE_OF_ARRAYS = {"type": "object", "oneOf": [
+    {"properties": {"xs": {"type": "array", "items": {"type": "object", "required": ["n"]}}}},
+    {"properties": {"xs": {"type": "array", "items": {
+        "type": "object", "required": ["n", "m"], "properties": {"m": {"type": "boolean"}}}}}}]}
+IF_ITEMS = {"type": "array", "if": {"items": {"type": "integer"}},
+            "then": {"items": {"minimum": 0}},
+            "else": {"items": {"type": ["string", "integer", "object"]}}}
+
+
 CASES: list[tuple[str, Any, list[Any]]] = [
     ("type-single", {"type": "string"}, ["a", 1, None, [], {}]),
     ("type-list", {"type": ["integer", "null"]}, [1, None, 1.5, "1", True]),
@@ -257,6 +276,17 @@ CASES: list[tuple[str, Any, list[Any]]] = [
      [{"a": 1}, {"b": [2]}, {"a": 1, "b": 2}, {}, {"c": {"a": 1}}, "x"]),
     ("not-required-free-form", {"type": "object", "not": {"required": ["a", "b"]}},
      [{}, {"a": 1}, {"a": {}, "b": []}, {"c": 1}]),
+    # Arrays failing an `items` of free-form objects: some element fails it, at any depth
+    # (deeper than the regular stand-ins' 8 levels).
+    ("not-items-free-form", ARRAYS_FAILING_ITEMS,
+     [[], [{"a": 1}], [{"b": 1}], [{"a": 1}, {"b": _nested(10)}], [{"a": _nested(10)}, {"a": 2}],
+      [1], [{"a": 1}, 2]]),
+    ("oneOf-arrays-of-free-form-objects", ONE_OF_ARRAYS,
+     [{}, {"xs": [{"n": 1}]}, {"xs": [{"n": 1, "m": True}]},
+      {"xs": [{"n": 1, "m": True}, {"n": 2, "m": {"deep": _nested(10)}}]},
+      {"xs": [{"m": True}]}, {"xs": "x"}, {"xs": [{"n": _nested(10), "m": False}, {"n": 3}]}]),
+    ("if-items-free-form", IF_ITEMS,
+     [[1, 2], [-1], ["a", {"x": _nested(10)}], [1.5], [[1]], []]),
     ("not-property-value", {"not": {"properties": {"kind": {"const": "x"}}}},
      [{"kind": "x"}, {"kind": "y", "z": {}}, {}, 3]),
     ("if-then-free-form", {
@@ -429,6 +459,15 @@ def test_compilations_share_the_universe_library() -> None:
                  '{"tags": [1,]}', '{"tags": "a"}', '{"tags": [], "tags": [{}]}']:
         assert shared.matches(text.encode()) == plain.matches(text.encode()), text
     assert shared.matches(b'{"tags": [1, {"a": [null]}]}')
+
+
+@pytest.mark.parametrize("schema", [ARRAYS_FAILING_ITEMS, ONE_OF_ARRAYS, IF_ITEMS],
+                         ids=["not-items", "oneOf-items", "if-items"])
+def test_arrays_failing_an_items_schema_need_no_regular_stand_in(schema: Any) -> None:
+    """Arrays that fail an ``items`` of free-form objects are built from the element that
+    fails it (its failures merged into the context's element), so they compile with no
+    unfolding at all and stay exact at any depth (the cases above)."""
+    schema_to_grammar(schema, JsonSchemaOptions(intersection_depth=0))
 
 
 @pytest.mark.parametrize(("schema", "keyword", "pointer"), [
