@@ -237,9 +237,6 @@ class Combinators:
                                      cut)
             if pieces is None and t == "object" and merged:
                 pieces = self._objects_without_others(rest, branches, idx, overlaps, negative)
-            if pieces is None and t == "array" and merged:
-                pieces = self._arrays_without_other(rest, branches, langs, idx, overlaps,
-                                                    negative)
             if pieces is None:
                 pieces = self._exclusive(langs, idx, overlaps, t, negative, True,
                                          cut)
@@ -361,25 +358,6 @@ class Combinators:
         for i in idx:
             others = [branches[j] for j in idx if (min(i, j), max(i, j)) in overlaps]
             piece = self._objects_without(rest + [branches[i]], others, negative)
-            if piece is None:
-                return None
-            pieces.append(piece)
-        return pieces
-
-    def _arrays_without_other(self, rest: list[Node], branches: list[Node],
-                              langs: list[Typed], idx: list[int],
-                              overlaps: set[tuple[int, int]],
-                              negative: bool) -> list[Expr] | None:
-        """Array parts of ``oneOf`` branches minus the one branch each overlaps, built
-        structurally (see :meth:`_arrays_without`); ``None`` where a branch overlaps
-        more than one (failing several ``items`` needs an element failing each)."""
-        pieces = []
-        for i in idx:
-            others = [j for j in idx if (min(i, j), max(i, j)) in overlaps]
-            if len(others) > 1:
-                return None
-            piece = (self._arrays_without(rest + [branches[i]], branches[others[0]], negative)
-                     if others else langs[i].parts["array"])
             if piece is None:
                 return None
             pieces.append(piece)
