@@ -26,7 +26,7 @@ import weakref
 from collections.abc import Callable, Iterable
 from dataclasses import dataclass
 from functools import cached_property, lru_cache
-from typing import NamedTuple
+from typing import NamedTuple, cast
 
 import numpy as np
 
@@ -126,6 +126,40 @@ class AutomatonOptions:
     max_stacks_per_state: int = 1024
 
 
+class _LazyTerms:
+    """Builds an automaton's lazy terms (see :class:`~constrain.terms.LazySource`) from
+    the payload ``(node, rule)`` of each: the :class:`~constrain.grammar.Lazy` node and
+    the rule it occurs in.
+
+    The store keeps this, and the automaton keeps the store: it holds the automaton
+    weakly, since a strong reference back would make every automaton cyclic garbage, left
+    for the garbage collector's full passes instead of being freed when its constraint
+    is dropped.
+    """
+
+    __slots__ = ("_automaton",)
+
+    def __init__(self, automaton: Automaton) -> None:
+        self._automaton = weakref.ref(automaton)
+
+    def _owner(self) -> Automaton:
+        automaton = self._automaton()
+        assert automaton is not None  # the store is only reached through its automaton
+        return automaton
+
+    def build(self, payload: object) -> int:
+        node, rule = cast(tuple[ir.Lazy, str], payload)
+        return self._owner()._convert(node.build(), rule)
+
+    def live(self, payload: object) -> bool:
+        node, rule = cast(tuple[ir.Lazy, str], payload)
+        return self._owner()._needs_live(node.needs, rule)
+
+    def shortest(self, payload: object) -> int:
+        node, _ = cast(tuple[ir.Lazy, str], payload)
+        return self._owner()._needs_shortest(node.needs)
+
+
 class Automaton:
     """The lazy byte-level automaton of a :class:`~constrain.grammar.Grammar`.
 
@@ -173,6 +207,7 @@ class Automaton:
             self._char_cache = start._char_cache.copy()
             self._utf8_star = start._utf8_star
             done = start.rule_terms[:len(library.rules)]  # type: ignore[union-attr]
+        self._lazy_source = _LazyTerms(self)
         rules = grammar.rules
         self.rule_terms: list[int] = done + [self._convert(rules[name], name)
                                              for name in names[len(done):]]
@@ -288,16 +323,9 @@ class Automaton:
             self._parts_memo[id(expr.parts)] = found
         # It matches something exactly when every one of its needs does: liveness looks
         # there, instead of building this node and every node after it.
-        t = self.terms
         boolean = any(ir.contents(n)[0] for n in needs)
-        # The store keeps these callbacks, and the automaton keeps the store: a strong
-        # reference back would make every automaton cyclic garbage, left for the garbage
-        # collector's full passes instead of being freed when its constraint is dropped.
-        me = weakref.ref(self)
-        return t.lazy(expr.key, lambda: me()._convert(expr.build(), rule),  # type: ignore[union-attr]
-                      nullable=expr.nullable, boolean=boolean, has_ref=found[1],
-                      live=lambda: me()._needs_live(needs, rule),  # type: ignore[union-attr]
-                      shortest=lambda: me()._needs_shortest(needs))  # type: ignore[union-attr]
+        return self.terms.lazy(expr.key, (expr, rule), self._lazy_source, nullable=expr.nullable,
+                               boolean=boolean, has_ref=found[1])
 
     def _needs_shortest(self, needs: tuple[ir.Expr, ...]) -> int:
         return sum(ir.shortest_length(n, self._shortest_memo) for n in needs)

@@ -24,13 +24,13 @@ import heapq
 import math
 import threading
 from collections import deque
-from collections.abc import Callable, Iterable
-from typing import Any, Literal, cast
+from collections.abc import Iterable
+from typing import Any, Literal, Protocol, cast
 
 from .errors import ResourceLimitError
 from .utf8 import UTF8_MULTIBYTE_EDGES
 
-__all__ = ["ALL_BYTES", "EMPTYSET", "EPS", "TermStore"]
+__all__ = ["ALL_BYTES", "EMPTYSET", "EPS", "LazySource", "TermStore"]
 
 # Term kinds. A LAZY term stands for a term not built yet (see grammar.Lazy): its flags
 # are given when it is made, and it is built the first time a derivative or a liveness
@@ -61,6 +61,20 @@ Refs = tuple[tuple[int, int], ...]
 Derivative = tuple[Pieces, Refs]
 # (generation of the structure table, structure id): see TermStore.fingerprint.
 Fingerprint = tuple[int, int]
+
+
+class LazySource(Protocol):
+    """What builds a store's lazy terms (see :meth:`TermStore.lazy`) from the payload given
+    with each."""
+
+    def build(self, payload: object) -> int:
+        """The term the lazy term stands for."""
+
+    def live(self, payload: object) -> bool:
+        """Whether its language is non-empty (asked without building it)."""
+
+    def shortest(self, payload: object) -> int:
+        """An estimate of the length of its shortest string."""
 
 
 class TermStore:
@@ -95,11 +109,12 @@ class TermStore:
         self._fingerprints: dict[int, int] = {}  # term -> structure id
         self._fingerprint_generation = -1
         self._alphabets: dict[int, int] = {}
-        self._builders: dict[int, Callable[[], int]] = {}
+        # Lazy terms: what their source was given for each (see lazy), and what each
+        # stands for once built.
+        self._lazy_source: LazySource | None = None
+        self._lazy_payloads: dict[int, object] = {}
         self._forced: dict[int, int] = {}
         self._shortest_known: dict[int, int] = {}
-        self._lazy_shortest: dict[int, Callable[[], int]] = {}
-        self._lazy_live: dict[int, Callable[[], bool]] = {}
         self._fewest_known: dict[tuple[int, int, int], float | None] = {}
         self._farthest_end: dict[int, int | None] = {}  # term -> see _bytes_to_end
         self.max_liveness_search = 200_000
@@ -121,7 +136,7 @@ class TermStore:
         ``rule_nullable`` must agree with this store's on the rules it has references to;
         lazy terms cannot be forked (their builders belong to one automaton).
         """
-        if self._builders or self._lazy_live:
+        if self._lazy_payloads:
             raise ValueError("a store with lazy terms cannot be forked")
         new = TermStore.__new__(TermStore)
         for name, value in vars(self).items():
@@ -396,29 +411,31 @@ class TermStore:
             return self._args[item][0]  # type: ignore[return-value]
         return self._make(_NOT, (item,), not self._nullable[item])
 
-    def lazy(self, key: object, build: Callable[[], int], *, nullable: bool,
-             boolean: bool, has_ref: bool, live: Callable[[], bool] | None = None,
-             shortest: Callable[[], int] | None = None) -> int:
-        """A term built by ``build()`` only when its inside is first needed.
+    def lazy(self, key: object, payload: object, source: LazySource, *, nullable: bool,
+             boolean: bool, has_ref: bool) -> int:
+        """A term that ``source.build(payload)`` builds only when its inside is first needed.
 
         ``key`` names the content (equal keys are one term). ``nullable`` and ``has_ref``
-        are those of the term ``build`` returns (whether it matches the empty string,
+        are those of the term the build returns (whether it matches the empty string,
         whether a rule reference occurs inside). Its language must not be empty unless
-        ``boolean`` is set; then ``live()`` says whether it is (without building it), or
-        else liveness builds it and looks inside. ``shortest()`` estimates the length of
-        its shortest string, for the emptiness search's order (see ``_search_live``),
-        asked only if a search meets the term.
+        ``boolean`` is set; then ``source.live(payload)`` says whether it is, without
+        building it. ``source.shortest(payload)`` estimates the length of its shortest
+        string, for the emptiness search's order (see ``_search_live``), asked only if a
+        search meets the term. A store's lazy terms all come from one source: one
+        object, not a closure per term, since a large schema makes thousands of them and
+        every object that lives through a compile is walked by each full collection of
+        the garbage collector.
         """
         full_key = (_LAZY, key)
         found = self._ids.get(full_key)
         if found is not None:
             return found
+        if self._lazy_source is None:
+            self._lazy_source = source
+        elif source is not self._lazy_source:
+            raise ValueError("a store's lazy terms must all come from one source")
         ident = self._append(full_key, _LAZY, (key,), nullable, boolean, has_ref, True)
-        self._builders[ident] = build
-        if live is not None:
-            self._lazy_live[ident] = live
-        if shortest is not None:
-            self._lazy_shortest[ident] = shortest
+        self._lazy_payloads[ident] = payload
         return ident
 
     def force(self, term: int) -> int:
@@ -426,10 +443,15 @@ class TermStore:
         while self._kind[term] == _LAZY:
             found = self._forced.get(term)
             if found is None:
-                found = self._builders.pop(term)()
+                found = self._source().build(self._lazy_payloads[term])
                 self._forced[term] = found
             term = found
         return term
+
+    def _source(self) -> LazySource:
+        source = self._lazy_source
+        assert source is not None  # set with the first lazy term
+        return source
 
     def ref(self, rule: int) -> int:
         """A reference to rule number ``rule`` (resolved by the stack machine)."""
@@ -460,10 +482,8 @@ class TermStore:
             return True
         kind = self._kind[term]
         if kind == _LAZY:
-            live = self._lazy_live.get(term)
-            result = live() if live is not None else self.is_live(self.force(term))
+            result = self._source().live(self._lazy_payloads[term])
             self._live[term] = result
-            self._lazy_live.pop(term, None)
             return result
         if kind in (_SEQ, _ALT, _REP):
             # Decided by the parts: the searches then run on the intersections and
@@ -732,10 +752,7 @@ class TermStore:
         result: bool | None = None
         while self._boolean_flag[t] and t not in self._live:
             kind = self._kind[t]
-            if kind == _LAZY and t not in self._lazy_live:
-                spine.append(t)
-                t = self.force(t)
-            elif kind == _SEQ:
+            if kind == _SEQ:
                 spine.append(t)
                 head, t = self._args[t]  # type: ignore[assignment]
                 if not self.is_live(head):  # type: ignore[arg-type]
@@ -835,11 +852,9 @@ class TermStore:
             found = max(map(self._shortest, args))  # type: ignore[arg-type]
         elif kind == _NOT:
             found = 1 if self._nullable[args[0]] else 0  # type: ignore[call-overload]
-        elif kind == _LAZY and term in self._lazy_shortest:
-            found = self._lazy_shortest.pop(term)()
-        elif kind == _LAZY and term in self._forced:
-            found = self._shortest(self._forced[term])
-        else:  # the empty string, a reference, a lazy term not built yet
+        elif kind == _LAZY:
+            found = self._source().shortest(self._lazy_payloads[term])
+        else:  # the empty string, a reference
             found = 0
         self._shortest_known[term] = found
         return found
