@@ -18,9 +18,10 @@ import re
 from bisect import bisect_left, bisect_right
 from dataclasses import dataclass
 
-from .grammar import MAX_CODE_POINT, Ranges, normalize_ranges
+from .grammar import MAX_CODE_POINT, Ranges, intersect_ranges, normalize_ranges
 
-__all__ = ["casefold_class", "casefold_literal", "category"]
+__all__ = ["ECMA_LINE_TERMINATORS", "casefold_class", "casefold_literal", "category",
+           "category_bound"]
 
 _ASCII_CATEGORIES: dict[str, Ranges] = {
     "d": ((48, 57),),
@@ -30,6 +31,13 @@ _ASCII_CATEGORIES: dict[str, Ranges] = {
 
 
 _UNICODE_CATEGORIES: dict[str, Ranges] = {}
+
+# ECMA-262's \s (WhiteSpace and LineTerminator: Zs, BOM, TAB, VT, FF, LF, CR, LS, PS); its
+# \d and \w are the ASCII sets above, and its "." stops at the line terminators.
+_ECMA_SPACE: Ranges = ((9, 13), (32, 32), (0xA0, 0xA0), (0x1680, 0x1680), (0x2000, 0x200A),
+                       (0x2028, 0x2029), (0x202F, 0x202F), (0x205F, 0x205F),
+                       (0x3000, 0x3000), (0xFEFF, 0xFEFF))
+ECMA_LINE_TERMINATORS: Ranges = ((10, 10), (13, 13), (0x2028, 0x2029))
 
 
 def category(letter: str, unicode: bool) -> Ranges:
@@ -49,6 +57,27 @@ def category(letter: str, unicode: bool) -> Ranges:
             found = re.finditer(rf"\{name}+", text)
             _UNICODE_CATEGORIES[name] = tuple((m.start(), m.end() - 1) for m in found)
     return _UNICODE_CATEGORIES[letter]
+
+
+def category_bound(letter: str, widest: bool) -> Ranges:
+    """``\\d``, ``\\w`` or ``\\s`` as read by both ECMA-262 (JSON Schema's regex dialect)
+    and Python's ``re`` (Unicode): what both take (``widest=False``), or what either takes.
+
+    A JSON Schema ``pattern`` is ECMA-262, and validators written in Python read it with
+    ``re``; a language built to be kept must lie within both, one built to be complemented
+    must contain both.
+
+    >>> category_bound("d", widest=False), (0x0660, 0x0669) in category_bound("d", widest=True)
+    (((48, 57),), True)
+    >>> (0xFEFF, 0xFEFF) in category_bound("s", widest=False)  # ECMA's only, not Python's
+    False
+    """
+    python = category(letter, unicode=True)
+    if letter != "s":  # ECMA's \d and \w are ASCII, within Python's
+        return python if widest else _ASCII_CATEGORIES[letter]
+    if widest:
+        return normalize_ranges([*python, *_ECMA_SPACE])
+    return intersect_ranges(python, _ECMA_SPACE)
 
 
 def _code_points(lo: int, hi: int) -> str:

@@ -49,6 +49,7 @@ __all__ = [
     "complement",
     "contents",
     "intersect",
+    "intersect_ranges",
     "literal",
     "normalize_ranges",
     "only_utf8",
@@ -80,6 +81,25 @@ def normalize_ranges(ranges: Iterable[tuple[int, int]]) -> Ranges:
                 out[-1] = (out[-1][0], hi)
         else:
             out.append((lo, hi))
+    return tuple(out)
+
+
+def intersect_ranges(a: Ranges, b: Ranges) -> Ranges:
+    """The code points in both of two normalized range tuples.
+
+    >>> intersect_ranges(((0, 9), (20, 29)), ((5, 24),))
+    ((5, 9), (20, 24))
+    """
+    out = []
+    i = j = 0
+    while i < len(a) and j < len(b):
+        lo, hi = max(a[i][0], b[j][0]), min(a[i][1], b[j][1])
+        if lo <= hi:
+            out.append((lo, hi))
+        if a[i][1] < b[j][1]:
+            i += 1
+        else:
+            j += 1
     return tuple(out)
 
 

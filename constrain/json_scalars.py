@@ -125,11 +125,11 @@ class Scalars:
     def pattern(self, pattern: str, pointer: str, negative: bool) -> Expr | None:
         """The strings containing a match of ``pattern`` (decoded).
 
-        Positive: ECMA-262 meaning (``\\d`` is ASCII, ``$`` is the end), contained in
-        Python's. Negative: Python's Unicode ``\\d\\w\\s``, and when the pattern has a ``$``
-        also those strings followed by a newline (Python's ``$`` matches before a final
-        one), which contains both. ``None`` when refused (leniently, or ignored in
-        negative position).
+        Positive: classes and ``.`` within both ECMA-262's and Python's meanings (see
+        :mod:`constrain.regex`), ``$`` the end (ECMA). Negative: classes and ``.`` around
+        both, and when the pattern has a ``$`` also those strings followed by a newline
+        (Python's ``$`` matches before a final one), which contains both. ``None`` when
+        refused (leniently, or ignored in negative position).
         """
         key = (pattern, negative)
         if key in self._patterns:
@@ -138,7 +138,8 @@ class Scalars:
             # "$" inside a repeat only where the language is kept: complemented, the
             # final-newline widening below would no longer contain Python's language.
             expr = parse_regex(pattern, search=True, unicode=negative,
-                               end_in_repeats=not negative)
+                               end_in_repeats=not negative,
+                               ecma="around" if negative else "within")
         except (UnsupportedRegexError, RegexSyntaxError, ResourceLimitError) as e:
             self.c.refuse("pattern", pointer, str(e), negative)
             self._patterns[key] = None

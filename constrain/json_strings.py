@@ -55,6 +55,7 @@ from .grammar import (
     chars,
     complement,
     intersect,
+    intersect_ranges,
     literal,
     repeat,
     seq,
@@ -149,26 +150,12 @@ def _surrogate_pairs(lo: int, hi: int) -> Expr:
     return alt(*parts)
 
 
-def _intersect_ranges(a: Ranges, b: Ranges) -> Ranges:
-    out = []
-    i = j = 0
-    while i < len(a) and j < len(b):
-        lo, hi = max(a[i][0], b[j][0]), min(a[i][1], b[j][1])
-        if lo <= hi:
-            out.append((lo, hi))
-        if a[i][1] < b[j][1]:
-            i += 1
-        else:
-            j += 1
-    return tuple(out)
-
-
 @lru_cache(maxsize=4096)
 def _encoded_chars(escapes: EscapePolicy, ranges: Ranges) -> Expr:
     """The codewords of the characters in ``ranges``: shared by every compilation (IR
     nodes are immutable), because the same keys' and strings' characters recur in almost
     every schema and encoding one costs tens of nodes (its ``\\uXXXX`` spellings)."""
-    must = _intersect_ranges(ranges, _MUST_ESCAPE)
+    must = intersect_ranges(ranges, _MUST_ESCAPE)
     raw = chars(ranges) if not must else chars(_subtract(ranges, _MUST_ESCAPE))
     escaped = ranges if escapes == "all" else must
     parts: list[Expr] = []

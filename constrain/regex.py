@@ -16,10 +16,17 @@ what users write) and returns an :data:`~constrain.grammar.Expr` for the strings
 - **Search mode** (``search=True``, JSON Schema ``pattern``): strings *containing* a match.
   Each unanchored side gets ``ANY_CHAR*``, which includes newline (``.`` in the pattern
   still excludes it unless ``(?s)``): ``^a|b`` gives ``a.*|.*b.*``.
-- **Classes.** ``\\d \\w \\s`` are ASCII by default (``re.ASCII``, and ECMA's meaning):
+- **Classes.** ``\\d \\w \\s`` are ASCII by default (``re.ASCII``):
   ``[0-9]``, ``[A-Za-z0-9_]``, ``[ \\t\\n\\r\\f\\v]``; ``unicode=True`` or ``(?u)`` gives
   Python's Unicode sets, ``(?a)`` forces ASCII. ``(?i)`` folds case exactly as ``re`` does
   (ASCII mode folds only ``A-Z``); see :mod:`constrain.charsets`.
+- **Both dialects** (``ecma=``, JSON Schema ``pattern``): ECMA-262 and Python disagree on
+  ``\\d \\w \\s``, their negations and ``.`` (ECMA's ``\\d`` is ASCII, its ``\\s`` takes the
+  BOM, its ``.`` stops at ``\\r`` and the Unicode line separators). ``"within"`` reads each
+  so that the language lies within both meanings (for a language that is kept),
+  ``"around"`` so that it contains both (for one that is complemented); a class's
+  negations, and a negated class's members, take the other side. ``(?a)``/``(?u)`` keep
+  Python's meaning.
 - **Unsupported** (UnsupportedRegexError with the construct's 0-based position): ``\\b \\B``,
   backreferences, lookaround, conditionals, atomic groups, possessive quantifiers (they
   change the language) and ``(?t)``.
@@ -35,8 +42,15 @@ from __future__ import annotations
 import re
 from collections.abc import Iterable, Sequence
 from dataclasses import dataclass, field
+from typing import Literal
 
-from .charsets import casefold_class, casefold_literal, category
+from .charsets import (
+    ECMA_LINE_TERMINATORS,
+    casefold_class,
+    casefold_literal,
+    category,
+    category_bound,
+)
 from .errors import RegexSyntaxError, ResourceLimitError, UnsupportedRegexError
 from .grammar import (
     ANY_CHAR,
@@ -72,6 +86,7 @@ _OCT_RUN = re.compile("[0-7]*")
 _WHITESPACE = " \t\n\r\v\f"
 _SIMPLE_ESCAPES = {"a": 7, "f": 12, "n": 10, "r": 13, "t": 9, "v": 11, "\\": 92}
 _DOT = chars([(10, 10)], negate=True)
+_ECMA_DOT = chars(ECMA_LINE_TERMINATORS, negate=True)  # within both dialects' "."
 _ANY_STAR = star(ANY_CHAR)
 
 
@@ -95,13 +110,16 @@ _Item = tuple[str, list[_Part]]  # (kind: "atom" "anchor" "repeat" "group" "look
 
 
 def parse_regex(pattern: str, *, search: bool = False, unicode: bool = False,
-                end_in_repeats: bool = False) -> Expr:
+                end_in_repeats: bool = False,
+                ecma: Literal["within", "around"] | None = None) -> Expr:
     """Parse ``pattern`` (Python ``re`` syntax) into a grammar-IR expression.
 
     The language is the strings ``pattern`` fully matches, or with ``search=True`` the
     strings containing a match. ``unicode`` gives ``\\d \\w \\s`` Python's Unicode meaning
     instead of ASCII. ``end_in_repeats`` also takes ``$``/``\\Z`` inside a ``*``/``+``
-    repeat (``^(a($|/))*$``); see the module docstring for anchors, flags and errors.
+    repeat (``^(a($|/))*$``). ``ecma`` reads classes and ``.`` within, or around, both
+    ECMA-262's and Python's meanings; see the module docstring for it, anchors, flags and
+    errors.
 
     >>> e = parse_regex(r"[0-9]{1,1000}")
     >>> type(e).__name__, e.min, e.max
@@ -111,7 +129,7 @@ def parse_regex(pattern: str, *, search: bool = False, unicode: bool = False,
     ...
     constrain.errors.RegexSyntaxError: invalid group reference 1 at position 2 in regex 'a\\\\1'
     """
-    return _Parser(pattern, search, unicode, end_in_repeats).run()
+    return _Parser(pattern, search, unicode, end_in_repeats, ecma).run()
 
 
 @dataclass
@@ -143,8 +161,10 @@ def _merge(parts: Iterable[_Part]) -> list[_Part]:
 
 class _Parser:
     def __init__(self, pattern: str, search: bool, unicode: bool,
-                 end_in_repeats: bool = False) -> None:
+                 end_in_repeats: bool = False,
+                 ecma: Literal["within", "around"] | None = None) -> None:
         self.p = pattern
+        self.ecma = ecma
         self.n = len(pattern)
         self.search = search
         self.end_in_repeats = end_in_repeats
@@ -177,6 +197,14 @@ class _Parser:
 
     def unicode(self) -> bool:
         return bool(self.flags & _U) or (self.default_unicode and not self.flags & _A)
+
+    def category(self, letter: str, as_is: bool) -> Ranges:
+        """The code points of ``\\d``, ``\\w`` or ``\\s`` (``letter``), used as they are
+        (``as_is``) or complemented: under ``ecma``, the side that keeps the language
+        within (or around) both dialects."""
+        if self.ecma is None or self.flags & (_A | _U):
+            return category(letter, self.unicode())
+        return category_bound(letter, widest=(self.ecma == "around") == as_is)
 
     def literal(self, cp: int) -> Expr:
         if self.flags & _I:
@@ -228,7 +256,8 @@ class _Parser:
                 self.anchor(c == "^", i, f.items)
                 i += 1
             elif c == ".":
-                f.items.append(("atom", _plain(ANY_CHAR if self.flags & _S else _DOT)))
+                dot = _ECMA_DOT if self.ecma == "within" else _DOT
+                f.items.append(("atom", _plain(ANY_CHAR if self.flags & _S else dot)))
                 i += 1
             else:
                 f.items.append(("atom", _plain(self.literal(ord(c)))))
@@ -371,7 +400,7 @@ class _Parser:
             self.unsupported_at("word boundary \\" + c, i)
             items.append(("anchor", _plain(EMPTY)))
         elif c in "dDwWsS":
-            cat = category(c.lower(), self.unicode())
+            cat = self.category(c.lower(), as_is=c.islower())
             items.append(("atom", _plain(chars(cat, negate=c.isupper()))))
         elif c in _DIGITS and c != "0":
             j = self.backref_or_octal(i, j, items)
@@ -468,14 +497,14 @@ class _Parser:
                 raise self.err("unterminated character set", here)
             if tok == "]" and count:
                 break
-            first, j = self.class_item(start, tok, j)
+            first, j = self.class_item(start, tok, j, negate)
             last = False
             if j < self.n and p[j] == "-":
                 that, k = self.tok(j + 1)
                 if that is None:
                     raise self.err("unterminated character set", here)
                 if that != "]":
-                    second, j = self.class_item(j + 1, that, k)
+                    second, j = self.class_item(j + 1, that, k, negate)
                     if not isinstance(first, int) or not isinstance(second, int) or second < first:
                         raise self.err(f"bad character range {p[start:j]}", start)
                     lits.append((first, second))
@@ -493,13 +522,15 @@ class _Parser:
         items.append(("atom", _plain(chars(self.class_set(lits, cats), negate=negate))))
         return j
 
-    def class_item(self, i: int, tok: str, j: int) -> tuple[int | Ranges, int]:
+    def class_item(self, i: int, tok: str, j: int,
+                   negated_class: bool) -> tuple[int | Ranges, int]:
         """A class member: a code point, or the ranges of a ``\\d``-style category."""
         if tok[0] != "\\":
             return ord(tok), j
         c = tok[1]
         if c in "dDwWsS":
-            cat = category(c.lower(), self.unicode())
+            # A negated class complements its members: they take the other side.
+            cat = self.category(c.lower(), as_is=c.islower() != negated_class)
             return (chars(cat, negate=True).ranges if c.isupper() else cat), j
         return self.char_escape(i, c, j, True)
 

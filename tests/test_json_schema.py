@@ -548,6 +548,47 @@ def test_positive_patterns_use_ecma_classes() -> None:
     assert verdict(schema, "\u0661\u0662")
 
 
+# (pattern, text, whether ECMA-262 finds a match): where ECMA and Python's re disagree on a
+# class or ".", a kept pattern may accept only what both accept, a complemented one must
+# remove everything either matches. Found by generated instances (hypothesis-jsonschema):
+# positive "\\S" used to take U+00A0 (whitespace to both dialects), "not" with "\\D" kept
+# Arabic-Indic digits that ECMA's "\\D" matches.
+DIALECT_CASES = [
+    ("^\\S+$", "a\u00a0b", False),   # NBSP: whitespace to both
+    ("^\\S+$", "a\u3000b", False),
+    ("^\\S+$", "a\x1cb", True),      # Python's \\s takes U+001C, ECMA's does not
+    ("^\\S+$", "a\ufeffb", False),   # ECMA's \\s takes the BOM, Python's does not
+    ("^[^\\s]+$", "a\u00a0b", False),
+    ("^[\\S]+$", "a\u2028b", False),
+    ("^\\s$", "\u00a0", True),
+    ("^\\s$", "\ufeff", True),
+    ("^\\s$", "\x1c", False),
+    ("^\\W$", "\u00e9", True),       # ECMA's \\w is ASCII
+    ("^\\w+$", "\u00e9", False),
+    ("^\\D$", "\u0663", True),       # ARABIC-INDIC DIGIT THREE
+    ("^\\d$", "\u0663", False),
+    ("^[^\\D]$", "\u0663", False),
+    ("^[^\\D]$", "3", True),
+    ("^[^\\W]$", "\u00e9", False),
+    ("^a.b$", "a\rb", False),        # ECMA's "." stops at line terminators
+    ("^a.b$", "a\u2028b", False),
+    ("^a.b$", "axb", True),
+]
+
+
+@pytest.mark.parametrize(("pattern", "text", "ecma_match"), DIALECT_CASES)
+def test_patterns_are_sound_under_ecma_and_python(pattern: str, text: str,
+                                                   ecma_match: bool) -> None:
+    import re
+
+    python_match = re.search(pattern, text) is not None
+    encoded = json.dumps(text, ensure_ascii=False)
+    kept = accepts({"type": "string", "pattern": pattern}, encoded)
+    removed = accepts({"type": "string", "not": {"pattern": pattern}}, encoded)
+    assert kept == (python_match and ecma_match)
+    assert removed == (not python_match and not ecma_match)
+
+
 def test_inexact_formats_are_complemented_safely() -> None:
     # json_formats builds a subset of "uri"; under "not" the compiler uses a superset
     # (any string), so nothing jsonschema calls a uri gets through.
