@@ -211,10 +211,11 @@ class Automaton:
         rules = grammar.rules
         self.rule_terms: list[int] = done + [self._convert(rules[name], name)
                                              for name in names[len(done):]]
-        # One rule, no reference and no lazy term inside: every state is a single stack
-        # holding a lexical term (a regex, a choice set), so it never splits into a head
-        # and a tail nor into structured alternatives.
-        self.regular = len(self.rule_terms) == 1 and self.terms.is_lexical(self.rule_terms[0])
+        # A start rule with no reference and no lazy term inside (a regex, a choice set;
+        # other rules, a library's say, are then unreachable): every state is a single
+        # stack holding a lexical term, so it never splits into a head and a tail nor into
+        # structured alternatives.
+        self.regular = self.terms.is_lexical(self.rule_terms[self._rule_index[grammar.start]])
         # Set by build_all when the states double level after level (a union of positions
         # that keeps growing, as in ``(a|b)*a(a|b){20}``) in a plain language (no
         # intersection or complement): decoding meets new states at every step, while the

@@ -30,7 +30,7 @@ so the result is sound with ECMA-262 and with Python semantics alike.
 >>> tree = {"type": "object", "properties": {"kids": {"type": "array", "items": {"$ref": "#"}}},
 ...         "additionalProperties": False}
 >>> g = Compiler(tree, JsonSchemaOptions()).grammar()
->>> Automaton(g).matches(b'{"kids": [{"kids": []}, {}]}'), sorted(g.rules)[:2]
+>>> Automaton(g).matches(b'{"kids": [{"kids": []}, {}]}'), sorted(set(g.rules) - set(g.library.rules))
 (True, ['root', 'schema:#.object'])
 """
 
@@ -158,8 +158,10 @@ class Compiler:
         name = self._fresh("root")
         self.rules[name] = typed.expr()
         self.regular.finish(self.rules)
-        library = self.syn.library if self._universe is not None else None
-        return Grammar(dict(self.rules), name, {"dialect": self.dialect.name}, library)
+        # Always the library: its terms come forked, and with them the conversion of the
+        # characters keys are spelt with.
+        rules = {**self.syn.universe_rules(), **self.rules}
+        return Grammar(rules, name, {"dialect": self.dialect.name}, self.syn.library)
 
     # -- errors and warnings -----------------------------------------------------------
 
