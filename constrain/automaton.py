@@ -1384,6 +1384,8 @@ def _library_start(library: ir.RuleLibrary, options: AutomatonOptions) -> Automa
                 start += "_"
             rules[start] = ir.alt(*library.common)
             found = Automaton(ir.Grammar(rules, start))
+            for expr in library.common:  # each under its own id: alt() flattened them
+                found._convert(expr, start)
             found.utf8_star()  # what every complement is intersected with
             # Heads made of library terms (a key's characters, a string's inside) are
             # fingerprinted to share their mask plans: their parts' ids come forked.
