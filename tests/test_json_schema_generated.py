@@ -7,6 +7,12 @@ call an instance valid, the compiled language must accept its ``json.dumps`` tex
 (completeness); every mutation of it (a key dropped or added, a value changed, an array
 grown) that the language accepts must be valid to both (soundness). The hand-written
 schemas always run; a stratified MaskBench sample runs where the data is present.
+
+Two documented gaps are not asked of completeness: floats ``json.dumps`` writes with an
+exponent under ``multipleOf`` (see :mod:`constrain.json_numbers`), and keys that one
+dialect matches to a ``patternProperties`` pattern and the other does not (``"٣"`` for
+``\\d``: an unlisted key's region is decided within both dialects, so such keys are left
+out; see docs/json_schema.md).
 """
 
 from __future__ import annotations
@@ -133,16 +139,54 @@ def _exponent_float(value: Any) -> bool:
     return False
 
 
+def _keys(value: Any) -> Iterator[str]:
+    if isinstance(value, dict):
+        yield from value
+        for v in value.values():
+            yield from _keys(v)
+    elif isinstance(value, list):
+        for v in value:
+            yield from _keys(v)
+
+
+def key_patterns(schema: Any) -> list[str]:
+    """Every ``patternProperties`` pattern anywhere in ``schema``."""
+    found: list[str] = []
+    todo = [schema]
+    while todo:
+        node = todo.pop()
+        if isinstance(node, dict):
+            patterns = node.get("patternProperties")
+            if isinstance(patterns, dict):
+                found += [p for p in patterns if isinstance(p, str)]
+            todo += node.values()
+        elif isinstance(node, list):
+            todo += node
+    return found
+
+
+def _dialects_split(patterns: list[str], value: Any) -> bool:
+    for key in _keys(value):
+        for p in patterns:
+            try:
+                if (re.search(p, key) is not None) != _ecma_search(p, key):
+                    return True
+            except re.error:
+                continue
+    return False
+
+
 def check_instance(automaton: Automaton, judges: tuple[Any, Any], value: Any,
-                   rnd: random.Random, multiple_of: bool = False) -> None:
+                   rnd: random.Random, multiple_of: bool = False,
+                   patterns: list[str] | None = None) -> None:
     """Completeness on ``value`` (when both judges call it valid), soundness on its edits.
 
-    ``multiple_of``: the schema has that keyword somewhere, whose languages leave out
-    exponent spellings (a documented gap, see :mod:`constrain.json_numbers`), so values
-    holding a float ``json.dumps`` writes with an exponent are not asked of completeness.
+    ``multiple_of`` (the schema has that keyword somewhere) and ``patterns`` (its
+    ``patternProperties`` patterns) leave out of completeness the values the documented
+    gaps cover (see the module docstring).
     """
     python, ecma = judges
-    if multiple_of and _exponent_float(value):
+    if (multiple_of and _exponent_float(value)) or _dialects_split(patterns or [], value):
         pass
     elif python.is_valid(value) and ecma.is_valid(value):
         for text in (json.dumps(value, ensure_ascii=False), json.dumps(value),
@@ -247,7 +291,8 @@ def _compiled(name: str) -> tuple[Automaton, tuple[Any, Any]]:
 def test_generated_instances_of_handwritten_schemas(name: str, data: st.DataObject) -> None:
     automaton, judges = _compiled(name)
     value = data.draw(from_schema(SCHEMAS[name]), label="instance")
-    check_instance(automaton, judges, value, random.Random(0))
+    check_instance(automaton, judges, value, random.Random(0),
+                   patterns=key_patterns(SCHEMAS[name]))
 
 
 # -- a MaskBench sample ------------------------------------------------------------------------
@@ -296,8 +341,9 @@ def test_generated_instances_of_maskbench_schemas(path: Path) -> None:
         judges = validators(schema)
         rnd = random.Random(0)
         multiple_of = '"multipleOf"' in json.dumps(schema)
+        patterns = key_patterns(schema)
         for value in examples:
-            check_instance(automaton, judges, value, rnd, multiple_of)
+            check_instance(automaton, judges, value, rnd, multiple_of, patterns)
     except CpuTimeout:
         pytest.skip(f"over the {BUDGET_S:g} s budget (counted, not failed)")
     finally:
