@@ -36,7 +36,9 @@ so the result is sound with ECMA-262 and with Python semantics alike.
 
 from __future__ import annotations
 
+import re
 import warnings
+from collections.abc import Callable
 from dataclasses import dataclass
 from functools import lru_cache
 from typing import TYPE_CHECKING, Any
@@ -151,6 +153,8 @@ class Compiler:
         self._names: set[str] = set()
         self._next_suffix: dict[str, int] = {}  # per base name, so naming stays linear
         self._universe: Typed | None = None
+        self._key_verdicts: dict[tuple[str, str, bool], bool] = {}
+        self._key_automata: dict[int, tuple[Expr, Any]] = {}
 
     def grammar(self) -> Grammar:
         """The grammar of the whole document (start rule ``root``)."""
@@ -477,7 +481,7 @@ class Compiler:
         required_values: dict[str, Typed] = {}
         allowed: set[str] = set()
         for key in listed_keys:
-            value = self.value(spec.value_nodes(key), negative)
+            value = self.value(spec.value_nodes(key, self._key_matcher(negative)), negative)
             if spec.names and not all(self.dialect.is_valid(n, key) for n in spec.names):
                 value = EMPTY_TYPED
             if value.is_empty():
@@ -506,7 +510,7 @@ class Compiler:
             if spec.names and not all(self.dialect.is_valid(n, key) for n in spec.names):
                 return EMPTY_TYPED
             try:
-                return self.value(spec.value_nodes(key), True)
+                return self.value(spec.value_nodes(key, self._key_matcher(True)), True)
             except UnsupportedSchemaError:  # not raised in negative position; kept safe
                 return None
 
@@ -543,6 +547,39 @@ class Compiler:
         values = [m.value for m in (*listed, *extras)]
         return self.refs.mark(expr, any(self.refs.has_ref(v) for v in values)), keys
 
+    def _key_matcher(self, negative: bool) -> Callable[[str, str], bool]:
+        """Whether a listed key matches a ``patternProperties`` pattern, as ``value_nodes``
+        asks it: where ECMA-262 and Python's ``re`` agree (printable ASCII keys), Python's
+        answer; elsewhere, for a kept language, "either dialect may match" (the pattern's
+        schema then applies: more constraints), and for a complemented one "both match"
+        (fewer), read on the pattern's languages around and within both dialects."""
+
+        def matches(pattern: str, key: str) -> bool:
+            if _PRINTABLE_ASCII.fullmatch(key):
+                return re.search(pattern, key) is not None
+            found = self._key_verdicts.get((pattern, key, negative))
+            if found is None:
+                found = self._dialect_verdict(pattern, key, negative)
+                self._key_verdicts[(pattern, key, negative)] = found
+            return found
+
+        return matches
+
+    def _dialect_verdict(self, pattern: str, key: str, negative: bool) -> bool:
+        try:
+            # Kept: the pattern's language around both dialects; complemented: within.
+            expr = self.scalars.pattern(pattern, "", not negative)
+        except UnsupportedSchemaError:  # a language within: refused only when kept
+            expr = None
+        if expr is None:  # unknown: the answer that is safe in this position
+            return not negative
+        found = self._key_automata.get(id(expr))
+        if found is None:
+            from .automaton import Automaton
+
+            found = self._key_automata[id(expr)] = (expr, Automaton(Grammar.single(expr)))
+        return found[1].matches(key.encode("utf-8", "surrogatepass"))
+
     def _patterns_overlap(self, p: str, q: str) -> bool:
         """Whether some key may match both patterns (checked on their supersets)."""
         a = self.scalars.pattern(p, "", True)
@@ -578,6 +615,10 @@ class Compiler:
                     key = intersect(key, names)
                 extras.append(Member(key, value.expr()))
         return extras
+
+
+# Keys on which ECMA-262 and Python's re read every pattern alike.
+_PRINTABLE_ASCII = re.compile("[\x20-\x7e]*")
 
 
 def _declared_types(node: Node, integer: bool = False) -> set[str] | None:

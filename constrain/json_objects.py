@@ -164,10 +164,14 @@ class ObjectSpec:
         keys.update(self.required)
         return list(keys)
 
-    def value_nodes(self, key: str) -> list[Node]:
-        """Every schema the value of the listed ``key`` must satisfy."""
+    def value_nodes(self, key: str,
+                    matches: Callable[[str, str], bool] | None = None) -> list[Node]:
+        """Every schema the value of the listed ``key`` must satisfy; ``matches(pattern,
+        key)`` says which ``patternProperties`` apply (default: Python's ``re``, as
+        ``jsonschema`` reads them)."""
         nodes = list(self.properties.get(key, []))
-        matched = {p for p in self.patterns if _py_search(p, key)}
+        search = matches or _py_search
+        matched = {p for p in self.patterns if search(p, key)}
         for p in self.patterns:
             if p in matched:
                 nodes.extend(self.patterns[p])

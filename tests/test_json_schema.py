@@ -591,6 +591,23 @@ def test_patterns_are_sound_under_ecma_and_python(pattern: str, text: str,
     assert removed == (not python_match and not ecma_match)
 
 
+@pytest.mark.parametrize(("key", "pattern"), [("\u00e9", "^\\W$"), ("\u0663", "^\\d$")])
+def test_listed_keys_take_pattern_schemas_either_dialect_applies(key: str, pattern: str) -> None:
+    # ECMA-262 and Python's re disagree on whether the key matches: kept, the pattern's
+    # schema applies (valid under both readings); complemented, only what both reject
+    # under "not" is removed.
+    schema = {"type": "object", "properties": {key: {}},
+              "patternProperties": {pattern: {"type": "integer"}}}
+    assert accepts(schema, json.dumps({key: 1}, ensure_ascii=False))
+    assert not accepts(schema, json.dumps({key: "x"}, ensure_ascii=False))
+    negated = {"not": schema}
+    assert not accepts(negated, json.dumps({key: 1}, ensure_ascii=False))
+    # One dialect applies the pattern to the key and the other does not, so they disagree
+    # on this instance: it is not generated.
+    assert verdict(negated, {key: "x"}) == (pattern == "^\\d$")
+    assert not accepts(negated, json.dumps({key: "x"}, ensure_ascii=False))
+
+
 def test_inexact_formats_are_complemented_safely() -> None:
     # json_formats builds a subset of "uri"; under "not" the compiler uses a superset
     # (any string), so nothing jsonschema calls a uri gets through.
