@@ -36,6 +36,7 @@ so the result is sound with ECMA-262 and with Python semantics alike.
 
 from __future__ import annotations
 
+import json
 import re
 import warnings
 from collections.abc import Callable
@@ -482,7 +483,7 @@ class Compiler:
         allowed: set[str] = set()
         for key in listed_keys:
             value = self.value(spec.value_nodes(key, self._key_matcher(negative)), negative)
-            if spec.names and not all(self.dialect.is_valid(n, key) for n in spec.names):
+            if spec.names and not self._name_allowed(spec.names, key, negative):
                 value = EMPTY_TYPED
             if value.is_empty():
                 if key in spec.required:
@@ -507,7 +508,7 @@ class Compiler:
             # In negative position: never smaller than the values the key may truly hold
             # (where recursion meets an intersection, the positive language may be a
             # subset), as proving two branches disjoint needs.
-            if spec.names and not all(self.dialect.is_valid(n, key) for n in spec.names):
+            if spec.names and not self._name_allowed(spec.names, key, True):
                 return EMPTY_TYPED
             try:
                 return self.value(spec.value_nodes(key, self._key_matcher(True)), True)
@@ -565,6 +566,27 @@ class Compiler:
 
         return matches
 
+    def _name_allowed(self, names: list[Node], key: str, negative: bool) -> bool:
+        """Whether the listed ``key`` satisfies ``propertyNames``: ``jsonschema``'s verdict
+        on printable ASCII keys (both regex dialects agree there), else the verdict of the
+        names' own string language, whose patterns are read within both dialects where
+        kept and around both where complemented."""
+        if _PRINTABLE_ASCII.fullmatch(key):
+            return all(self.dialect.is_valid(n, key) for n in names)
+        typed = self.value(names, negative)
+        string = typed.parts.get("string")
+        if string is None or "string" in typed.full:
+            return string is not None
+        return self._accepts(string, json.dumps(key, ensure_ascii=False))
+
+    def _accepts(self, expr: Expr, text: str) -> bool:
+        found = self._key_automata.get(id(expr))
+        if found is None:
+            from .automaton import Automaton
+
+            found = self._key_automata[id(expr)] = (expr, Automaton(Grammar.single(expr)))
+        return bool(found[1].matches(text.encode("utf-8", "surrogatepass")))
+
     def _dialect_verdict(self, pattern: str, key: str, negative: bool) -> bool:
         try:
             # Kept: the pattern's language around both dialects; complemented: within.
@@ -573,12 +595,7 @@ class Compiler:
             expr = None
         if expr is None:  # unknown: the answer that is safe in this position
             return not negative
-        found = self._key_automata.get(id(expr))
-        if found is None:
-            from .automaton import Automaton
-
-            found = self._key_automata[id(expr)] = (expr, Automaton(Grammar.single(expr)))
-        return found[1].matches(key.encode("utf-8", "surrogatepass"))
+        return self._accepts(expr, key)
 
     def _patterns_overlap(self, p: str, q: str) -> bool:
         """Whether some key may match both patterns (checked on their supersets)."""

@@ -608,6 +608,17 @@ def test_listed_keys_take_pattern_schemas_either_dialect_applies(key: str, patte
     assert not accepts(negated, json.dumps({key: "x"}, ensure_ascii=False))
 
 
+def test_listed_keys_meet_property_names_in_both_dialects() -> None:
+    # "٣" matches ^\\d$ for Python only: the key is not generated, and "not" of the
+    # schema does not generate it either (Python's reading rejects that instance).
+    schema = {"type": "object", "properties": {"\u0663": {}, "3": {}},
+              "propertyNames": {"pattern": "^\\d$"}}
+    assert not accepts(schema, '{"\u0663": 1}')
+    assert accepts(schema, '{"3": 1}')
+    assert not accepts({"not": schema}, '{"\u0663": 1}')
+    assert verdict(schema, {"\u0663": 1})  # what jsonschema alone would have allowed
+
+
 def test_inexact_formats_are_complemented_safely() -> None:
     # json_formats builds a subset of "uri"; under "not" the compiler uses a superset
     # (any string), so nothing jsonschema calls a uri gets through.
