@@ -17,6 +17,7 @@ out; see docs/json_schema.md).
 
 from __future__ import annotations
 
+import copy
 import json
 import random
 import re
@@ -290,7 +291,7 @@ def _compiled(name: str) -> tuple[Automaton, tuple[Any, Any]]:
 @given(data=st.data())
 def test_generated_instances_of_handwritten_schemas(name: str, data: st.DataObject) -> None:
     automaton, judges = _compiled(name)
-    value = data.draw(from_schema(SCHEMAS[name]), label="instance")
+    value = data.draw(from_schema(copy.deepcopy(SCHEMAS[name])), label="instance")
     check_instance(automaton, judges, value, random.Random(0),
                    patterns=key_patterns(SCHEMAS[name]))
 
@@ -324,7 +325,7 @@ def test_generated_instances_of_maskbench_schemas(path: Path) -> None:
     # draw new ones each time).
     @settings(max_examples=EXAMPLES, deadline=None, database=None, derandomize=True,
               suppress_health_check=list(HealthCheck))
-    @given(value=from_schema(schema))
+    @given(value=from_schema(copy.deepcopy(schema)))  # it rewrites the schema it is given
     def collect(value: Any) -> None:
         examples.append(value)
 
