@@ -2,7 +2,8 @@
 
 ``hypothesis-jsonschema`` generates instances of a schema; ``jsonschema`` judges them twice,
 once with Python's ``re`` for ``pattern`` and ``patternProperties`` (as ``jsonschema``
-does) and once with ECMA-262 regexes (``regress``, JSON Schema's own dialect). Where both
+does) and once with ECMA-262 regexes (``regress``, JSON Schema's own dialect), both
+reading ``multipleOf`` on exact decimal values (constrain's documented meaning). Where both
 call an instance valid, the compiled language must accept its ``json.dumps`` text
 (completeness); every mutation of it (a key dropped or added, a value changed, an array
 grown) that the language accepts must be valid to both (soundness). The hand-written
@@ -22,6 +23,8 @@ import json
 import random
 import re
 from collections.abc import Iterator
+from decimal import Decimal
+from fractions import Fraction
 from functools import cache
 from pathlib import Path
 from typing import Any
@@ -88,13 +91,27 @@ def _additional_properties(validator: Any, extra: Any, instance: Any,
         yield ValidationError(f"additional properties {keys!r} (ECMA-262)")
 
 
+def _exact(number: Any) -> Fraction:
+    return Fraction(Decimal(repr(number))) if isinstance(number, float) else Fraction(number)
+
+
+def _multiple_of(validator: Any, divisor: Any, instance: Any, schema: Any) -> Iterator[Any]:
+    # Exact decimal values, constrain's documented meaning: jsonschema divides floats, so
+    # it calls 1.19 no multiple of 0.01 (see constrain.json_numbers).
+    if (validator.is_type(instance, "number") and not isinstance(instance, bool)
+            and (_exact(instance) / _exact(divisor)).denominator != 1):
+        yield ValidationError(f"{instance!r} is not a multiple of {divisor!r} (exact)")
+
+
 def validators(schema: Any) -> tuple[Any, Any]:
-    """``schema``'s validator as ``jsonschema`` builds it, and the same with ECMA-262."""
+    """``schema``'s validator as ``jsonschema`` builds it, and the same with ECMA-262
+    regexes; both read ``multipleOf`` on exact decimal values."""
     cls = jsonschema.validators.validator_for(schema, default=Draft202012Validator)
+    python = jsonschema.validators.extend(cls, {"multipleOf": _multiple_of})
     ecma = jsonschema.validators.extend(cls, {
         "pattern": _pattern, "patternProperties": _pattern_properties,
-        "additionalProperties": _additional_properties})
-    return (cls(schema, format_checker=cls.FORMAT_CHECKER),
+        "additionalProperties": _additional_properties, "multipleOf": _multiple_of})
+    return (python(schema, format_checker=cls.FORMAT_CHECKER),
             ecma(schema, format_checker=cls.FORMAT_CHECKER))
 
 
