@@ -345,9 +345,14 @@ class Compiler:
 
     def _spellings(self, value: Any) -> list[tuple[Any, Any]]:
         """(parsed variant, its texts): a number's integer and float spellings parse to
-        different Python types, which ``jsonschema`` may treat differently."""
+        different Python types, which ``jsonschema`` may treat differently. Numbers inside
+        an array or object take every spelling of their value from draft 6 on (``[0]``
+        for ``[0.0]``): there no keyword tells ``1`` from ``1.0``; draft 4's ``integer``
+        does, so there they keep their own type's spellings."""
         if isinstance(value, bool) or not isinstance(value, (int, float)):
-            return [(value, literal_expr(self.syn, value))]
+            by_value = isinstance(value, (list, dict)) and self.dialect.name not in (
+                "Draft3Validator", "Draft4Validator")
+            return [(value, literal_expr(self.syn, value, all_spellings=by_value))]
         out: list[tuple[Any, Any]] = []
         if isinstance(value, int) or value.is_integer():
             out.append((int(value), integer_spelled(int(value))))
