@@ -73,6 +73,9 @@ _ARRAY_NEUTRAL = frozenset({
     "additionalProperties", "patternProperties", "propertyNames", "minProperties",
     "maxProperties", "dependentRequired", "dependentSchemas", "dependencies", "$ref",
     "allOf"})
+# Object keywords whose failure is a union of plain object schemas (see _failures).
+_FAILURE_KEYWORDS = frozenset({"required", "properties", "dependentRequired", "dependencies",
+                               "minProperties", "maxProperties"})
 _EMPTINESS_BUDGET = AutomatonOptions(max_states=2_000, max_terms=200_000)
 
 
@@ -228,18 +231,25 @@ class Combinators:
                 if t in langs[idx[0]].full:
                     full.add(t)
                 continue
-            overlaps = {(i, j) for i, j in itertools.combinations(idx, 2)
-                        if not self.disjoint(langs[i], langs[j], t)}
-            if not overlaps:
-                parts[t] = alt(*(langs[i].parts[t] for i in idx))
+            # A branch that says nothing about this type holds every value of it that
+            # the others hold: two such branches leave no value valid, and beside one,
+            # the others' values are all in two branches (decided here, where a search
+            # of their differences' emptiness could exhaust its budget).
+            neutral = [i for i in idx if self._neutral(branches[i], t)]
+            if len(neutral) > 1:
                 continue
-            pieces = self._exclusive(langs, idx, overlaps, t, negative, False,
-                                     cut)
+            own = neutral or idx
+            overlaps = {(i, j) for i, j in itertools.combinations(idx, 2)
+                        if (i in own or j in own) and not self.disjoint(langs[i], langs[j], t)}
+            if not overlaps:
+                parts[t] = alt(*(langs[i].parts[t] for i in own))
+                continue
+            pieces = self._exclusive(langs, own, idx, overlaps, t, negative, False, cut)
             if pieces is None and t == "object" and merged:
-                pieces = self._objects_without_others(rest, branches, idx, overlaps, negative)
+                pieces = self._objects_without_others(rest, branches, own, idx, overlaps,
+                                                      negative)
             if pieces is None:
-                pieces = self._exclusive(langs, idx, overlaps, t, negative, True,
-                                         cut)
+                pieces = self._exclusive(langs, own, idx, overlaps, t, negative, True, cut)
             if pieces is None:
                 pair = min(overlaps)
                 self.c.refuse("oneOf", node.pointer + "/oneOf",
@@ -261,25 +271,37 @@ class Combinators:
                 return base
         return result
 
-    def _exclusive(self, langs: list[Typed], idx: list[int], overlaps: set[tuple[int, int]],
-                   t: str, negative: bool, regularize: bool,
+    def _neutral(self, branch: Node, t: str) -> bool:
+        """Whether ``branch`` accepts every object (``t`` is ``"object"``) or every array
+        (``"array"``): it says nothing about that type. ``False`` when unsure, and for
+        other types (their parts are regular, and cheap to subtract)."""
+        if t == "object":
+            return self._failures(branch) == []
+        if t == "array":
+            flat = self.c._flatten([branch])
+            return flat is not None and _element_schemas(flat) == []
+        return False
+
+    def _exclusive(self, langs: list[Typed], own: list[int], idx: list[int],
+                   overlaps: set[tuple[int, int]], t: str, negative: bool, regularize: bool,
                    cut: Any) -> list[Expr] | None:
-        """Each branch's ``t`` part minus the branches it overlaps (``cut(j)``: branch j
-        in the opposite polarity); ``None`` if a part is not regular (see ``minus``)."""
+        """The ``t`` part of each branch in ``own`` minus the branches of ``idx`` it
+        overlaps (``cut(j)``: branch j in the opposite polarity); ``None`` if a part is
+        not regular (see ``minus``)."""
         pieces = []
         try:
-            for i in idx:
-                own = Typed({t: langs[i].parts[t]}, langs[i].full & {t},
-                            opaque=langs[i].opaque & {t})
+            for i in own:
+                left = Typed({t: langs[i].parts[t]}, langs[i].full & {t},
+                             opaque=langs[i].opaque & {t})
                 for j in idx:
                     if (min(i, j), max(i, j)) not in overlaps:
                         continue
-                    piece = self.refs.minus(own, cut(j), t, negative, regularize)
+                    piece = self.refs.minus(left, cut(j), t, negative, regularize)
                     if piece is None:
                         break
-                    own = Typed({t: piece})
+                    left = Typed({t: piece})
                 else:
-                    pieces.append(own.parts[t])
+                    pieces.append(left.parts[t])
         except NeedsRegular:
             return None
         return pieces
@@ -349,13 +371,13 @@ class Combinators:
 
     # -- not / if ------------------------------------------------------------------------
 
-    def _objects_without_others(self, rest: list[Node], branches: list[Node], idx: list[int],
-                                overlaps: set[tuple[int, int]],
+    def _objects_without_others(self, rest: list[Node], branches: list[Node], own: list[int],
+                                idx: list[int], overlaps: set[tuple[int, int]],
                                 negative: bool) -> list[Expr] | None:
-        """Object parts of ``oneOf`` branch ``i`` minus the branches it overlaps, built
-        structurally (see :meth:`_objects_without`)."""
+        """Object parts of each ``oneOf`` branch in ``own`` minus the branches of ``idx``
+        it overlaps, built structurally (see :meth:`_objects_without`)."""
         pieces = []
-        for i in idx:
+        for i in own:
             others = [branches[j] for j in idx if (min(i, j), max(i, j)) in overlaps]
             piece = self._objects_without(rest + [branches[i]], others, negative)
             if piece is None:
@@ -422,7 +444,12 @@ class Combinators:
 
     def _failures(self, node: Node) -> list[Node] | None:
         """Schemas whose union is "an object that fails ``node``" (see
-        :meth:`_objects_without`), or ``None``."""
+        :meth:`_objects_without`), or ``None``.
+
+        Failing ``required`` is a key absent; ``properties``, a listed key present with a
+        value its schema rejects; ``dependentRequired`` (and array-valued
+        ``dependencies``), a key present and one it depends on absent; ``minProperties``
+        and ``maxProperties``, the count on the other side."""
         flat = self.c._flatten([node])
         if flat is None:  # node is false: every object fails it
             return [node.synthetic(True)]
@@ -432,12 +459,32 @@ class Combinators:
             if declared is not None and "object" not in (
                     [declared] if isinstance(declared, str) else declared):
                 return [node.synthetic(True)]
+            active = set()
             for keyword in n.schema:
                 if keyword in _OBJECT_NEUTRAL or keyword not in n.dialect.keywords or (
                         keyword in n.skip):
                     continue
-                if keyword not in ("required", "properties"):
+                if keyword not in _FAILURE_KEYWORDS or (keyword == "dependencies" and not all(
+                        isinstance(deps, list) for deps in n.get(keyword).values())):
                     return None
+                active.add(keyword)
+            for keyword in ("dependentRequired", "dependencies"):
+                for key, deps in n.get(keyword, {}).items() if keyword in active else ():
+                    for dep in deps:
+                        out.append(self.c.synthetic(
+                            n, ("dependent", keyword, key, dep),
+                            lambda k=key, d=dep: {"required": [k], "properties": {d: False}},
+                            keyword, key))
+            low = n.get("minProperties", 0) if "minProperties" in active else 0
+            if low > 0:
+                out.append(self.c.synthetic(n, ("fewer", low),
+                                            lambda m=low - 1: {"maxProperties": m},
+                                            "minProperties"))
+            if "maxProperties" in active:
+                high = n.get("maxProperties")
+                out.append(self.c.synthetic(n, ("more", high),
+                                            lambda m=high + 1: {"minProperties": m},
+                                            "maxProperties"))
             for key in n.get("required", ()):
                 out.append(self.c.synthetic(n, ("absent", key),
                                             lambda k=key: {"properties": {k: False}},
