@@ -75,7 +75,7 @@ _ARRAY_NEUTRAL = frozenset({
     "allOf"})
 # Object keywords whose failure is a union of plain object schemas (see _failures).
 _FAILURE_KEYWORDS = frozenset({"required", "properties", "dependentRequired", "dependencies",
-                               "minProperties", "maxProperties"})
+                               "dependentSchemas", "minProperties", "maxProperties"})
 _EMPTINESS_BUDGET = AutomatonOptions(max_states=2_000, max_terms=200_000)
 
 
@@ -448,8 +448,10 @@ class Combinators:
 
         Failing ``required`` is a key absent; ``properties``, a listed key present with a
         value its schema rejects; ``dependentRequired`` (and array-valued
-        ``dependencies``), a key present and one it depends on absent; ``minProperties``
-        and ``maxProperties``, the count on the other side."""
+        ``dependencies``), a key present and one it depends on absent;
+        ``dependentSchemas`` (and schema-valued ``dependencies``), a key present and the
+        object failing its schema, where that schema's failures are of these kinds too;
+        ``minProperties`` and ``maxProperties``, the count on the other side."""
         flat = self.c._flatten([node])
         if flat is None:  # node is false: every object fails it
             return [node.synthetic(True)]
@@ -464,12 +466,22 @@ class Combinators:
                 if keyword in _OBJECT_NEUTRAL or keyword not in n.dialect.keywords or (
                         keyword in n.skip):
                     continue
-                if keyword not in _FAILURE_KEYWORDS or (keyword == "dependencies" and not all(
-                        isinstance(deps, list) for deps in n.get(keyword).values())):
+                if keyword not in _FAILURE_KEYWORDS or (
+                        keyword in ("dependencies", "dependentSchemas") and not all(
+                            isinstance(sub, list)
+                            or self._failures(n.child(sub, keyword, key)) is not None
+                            for key, sub in n.get(keyword).items())):
                     return None
                 active.add(keyword)
-            for keyword in ("dependentRequired", "dependencies"):
+            for keyword in ("dependentRequired", "dependencies", "dependentSchemas"):
                 for key, deps in n.get(keyword, {}).items() if keyword in active else ():
+                    if not isinstance(deps, list):
+                        # The key present and the object failing its schema: that `not`
+                        # is built from the schema's failures in turn (checked above).
+                        out.append(self.c.synthetic(
+                            n, ("dependent", keyword, key),
+                            lambda k=key, v=deps: {"required": [k], "not": v}, keyword, key))
+                        continue
                     for dep in deps:
                         out.append(self.c.synthetic(
                             n, ("dependent", keyword, key, dep),

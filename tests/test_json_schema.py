@@ -927,6 +927,8 @@ def test_overlapping_oneof_with_dependent_required_object() -> None:
 
 
 _DEPENDS = {"dependentRequired": {"a": ["b"]}}
+_DEPENDS_ON_SCHEMA = {"dependentSchemas": {
+    "a": {"required": ["b"], "properties": {"b": {"type": "integer"}}}}}
 _OBJECT_BRANCHES = {
     "depends": _DEPENDS, "min2": {"minProperties": 2}, "max1": {"maxProperties": 1},
     "needs_b": {"required": ["b"]}, "half": {"multipleOf": 0.5},
@@ -976,13 +978,24 @@ def test_overlapping_oneof_objects_from_their_failures(names: tuple[str, ...],
      "not": {"dependencies": {"a": ["b"]}, "minProperties": 1}},
     {"type": "object",
      "not": {"dependentRequired": {"a": ["b"]}, "properties": {"a": {"type": "string"}}}},
+    {"not": _DEPENDS_ON_SCHEMA},
+    {"oneOf": [_DEPENDS_ON_SCHEMA, {"minProperties": 2}]},
+    {"anyOf": [_DEPENDS], "oneOf": [{"maxProperties": 3}, _DEPENDS_ON_SCHEMA]},
+    {"if": _DEPENDS_ON_SCHEMA, "then": {"required": ["c"]}, "else": {"maxProperties": 1}},
+    {"$schema": "http://json-schema.org/draft-07/schema#",
+     "not": {"dependencies": {"a": {"maxProperties": 2}, "c": ["b"]}}},
+    {"not": {"dependentSchemas": {"a": True, "b": False}}},
+    {"oneOf": [True, {"dependentSchemas": {"c": {"dependentSchemas": {"a": {"required": ["b"]}}}}}]},
 ], ids=["not-depends", "not-min", "not-max-required", "if-depends", "if-min", "not-draft7",
-        "not-draft4", "not-depends-properties"])
+        "not-draft4", "not-depends-properties", "not-schema", "oneof-schema",
+        "oneof-schema-within-anyof", "if-schema", "not-draft7-schema", "not-booleans",
+        "oneof-nested-schemas"])
 def test_not_and_if_of_free_form_objects_from_their_failures(schema: dict[str, Any]) -> None:
-    """``not`` and ``if`` over free-form objects that say only which keys they require or
-    depend on and how many members they have: their failures are plain object schemas
-    (the ``if`` above spent ~20 s on an emptiness search, then raised a budget error)."""
-    instances = [*_OBJECT_INSTANCES, {"a": {"b": 1}}, None]
+    """``not``, ``if`` and ``oneOf`` over free-form objects that say only which keys they
+    require or depend on (on a schema of the same kind too) and how many members they
+    have: their failures are plain object schemas (``if-depends`` spent ~20 s on an
+    emptiness search, then raised a budget error; ``oneof-schema-within-anyof`` ~200 s)."""
+    instances = [*_OBJECT_INSTANCES, {"a": {"b": 1}}, {"a": 1, "b": "y"}, None]
     verdicts = [verdict(schema, instance) for instance in instances]
     assert any(verdicts) and not all(verdicts)
     for instance, valid in zip(instances, verdicts):
