@@ -127,9 +127,9 @@ class Scalars:
 
         Positive: classes and ``.`` within both ECMA-262's and Python's meanings (see
         :mod:`constrain.regex`), ``$`` the end (ECMA). Negative: classes and ``.`` around
-        both, and when the pattern has a ``$`` also those strings followed by a newline
-        (Python's ``$`` matches before a final one), which contains both. ``None`` when
-        refused (leniently, or ignored in negative position).
+        both, and ``$`` also before a final newline (Python's reading), which contains
+        both. A negative lookahead reads its body on the other side. ``None`` when refused
+        (leniently, or ignored in negative position).
         """
         key = (pattern, negative)
         if key in self._patterns:
@@ -144,10 +144,6 @@ class Scalars:
             self.c.refuse("pattern", pointer, str(e), negative)
             self._patterns[key] = None
             return None
-        if negative and "$" in pattern:
-            # A "$" only parses where nothing follows it, so a match that Python ends
-            # before a final newline is a match of ours followed by that newline.
-            expr = alt(expr, seq(expr, literal("\n")))
         self._patterns[key] = expr
         return expr
 

@@ -42,7 +42,7 @@ from __future__ import annotations
 import re
 from collections.abc import Iterable, Sequence
 from dataclasses import dataclass, field
-from typing import Literal
+from typing import Literal, TypeAlias
 
 from .charsets import (
     ECMA_LINE_TERMINATORS,
@@ -56,13 +56,17 @@ from .grammar import (
     ANY_CHAR,
     EMPTY,
     MAX_CODE_POINT,
+    NOTHING,
     Chars,
     Expr,
     Ranges,
     Seq,
     alt,
     chars,
+    complement,
+    intersect,
     normalize_ranges,
+    plus,
     repeat,
     seq,
     star,
@@ -88,25 +92,66 @@ _SIMPLE_ESCAPES = {"a": 7, "f": 12, "n": 10, "r": 13, "t": 9, "v": 11, "\\": 92}
 _DOT = chars([(10, 10)], negate=True)
 _ECMA_DOT = chars(ECMA_LINE_TERMINATORS, negate=True)  # within both dialects' "."
 _ANY_STAR = star(ANY_CHAR)
+_FINAL_NEWLINE = alt(EMPTY, Chars(((10, 10),)))  # after Python's "$": nothing, or one newline
 
 
 @dataclass(slots=True)
 class _Part:
     """One way a piece can match: whether it is anchored at its start and/or end, whether it
-    consumes nothing by construction, its body, and where its anchors are (for errors)."""
+    consumes nothing by construction, its body, and where its anchors are (for errors).
+
+    ``newline``: the end anchor is Python's ``$`` read around both dialects, so a final
+    newline may follow it. ``lazy``: the body holds lookaheads (:class:`_Look`,
+    :class:`_Choice`, :class:`_Looped`), which are resolved against what follows them
+    (:func:`_resolve`) once the whole pattern is read."""
 
     start: bool
     end: bool
     empty: bool
-    body: list[Expr]
+    body: list[_Element]
     spos: int = -1
     epos: int = -1
+    newline: bool = False
+    lazy: bool = False
 
     def expr(self) -> Expr:
-        return seq(*self.body)
+        assert not self.lazy, "a body with lookaheads is resolved against what follows it"
+        return seq(*self.body)  # type: ignore[arg-type]
 
 
+@dataclass(slots=True)
+class _Look:
+    """A lookahead: the rest of the string must (or, ``negative``, must not) start with a
+    match of one of ``parts`` (a part anchored at its end must reach the string's end)."""
+
+    parts: list[_Part]
+    negative: bool
+
+
+@dataclass(slots=True)
+class _Choice:
+    """Alternative bodies, at least one holding a lookahead."""
+
+    bodies: list[list[_Element]]
+
+
+@dataclass(slots=True)
+class _Looped:
+    """``{lo,hi}`` repeats of one of ``bodies`` (items holding lookaheads); ``pos`` is the
+    repeat's position, for errors."""
+
+    bodies: list[list[_Element]]
+    lo: int
+    hi: int | None
+    pos: int
+
+
+_Element: TypeAlias = "Expr | _Look | _Choice | _Looped"
 _Item = tuple[str, list[_Part]]  # (kind: "atom" "anchor" "repeat" "group" "look", parts)
+
+MAX_LOOKAHEAD_UNROLL = 64
+"""Most iterations of a repeat holding a lookahead that are written out (each iteration's
+lookahead sees a different rest of the string); more raise UnsupportedRegexError."""
 
 
 def parse_regex(pattern: str, *, search: bool = False, unicode: bool = False,
@@ -134,10 +179,12 @@ def parse_regex(pattern: str, *, search: bool = False, unicode: bool = False,
 
 @dataclass
 class _Frame:
-    kind: str  # "top", "group", "look", "cond", "atomic"
+    kind: str  # "top", "group", "lookahead", "look" (behind), "cond", "atomic"
     start: int
     outer_flags: int
     gid: int = 0
+    negative: bool = False  # a negative lookahead
+    outer_ecma: Literal["within", "around"] | None = None
     branches: list[list[_Part]] = field(default_factory=list)
     items: list[_Item] = field(default_factory=list)
 
@@ -147,13 +194,17 @@ def _plain(expr: Expr) -> list[_Part]:
 
 
 def _merge(parts: Iterable[_Part]) -> list[_Part]:
-    """Union the parts that share their anchoring, so a piece never has more than 8."""
-    out: dict[tuple[bool, bool, bool], _Part] = {}
+    """Union the parts that share their anchoring, so a piece never has more than 16."""
+    out: dict[tuple[bool, bool, bool, bool], _Part] = {}
     for v in parts:
-        key = (v.start, v.end, v.empty)
+        key = (v.start, v.end, v.empty, v.newline)
         old = out.get(key)
         if old is None:
-            out[key] = _Part(v.start, v.end, v.empty, list(v.body), v.spos, v.epos)
+            out[key] = _Part(v.start, v.end, v.empty, list(v.body), v.spos, v.epos,
+                             v.newline, v.lazy)
+        elif old.lazy or v.lazy:
+            old.body = [_Choice([old.body, list(v.body)])]
+            old.lazy = True
         else:
             old.body = [alt(old.expr(), v.expr())]
     return list(out.values())
@@ -234,6 +285,8 @@ class _Parser:
                     raise self.err("unbalanced parenthesis", i)
                 stack.pop()
                 self.flags = f.outer_flags
+                if f.kind == "lookahead":
+                    self.ecma = f.outer_ecma
                 if f.gid:
                     self.closed.add(f.gid)
                 stack[-1].items.append(self.close(f))
@@ -253,7 +306,7 @@ class _Parser:
             elif c == "(":
                 i = self.group(i, stack)
             elif c in "^$":
-                self.anchor(c == "^", i, f.items)
+                self.anchor(c == "^", i, f.items, dollar=c == "$")
                 i += 1
             elif c == ".":
                 dot = _ECMA_DOT if self.ecma == "within" else _DOT
@@ -269,22 +322,109 @@ class _Parser:
         if self.unsupported is not None:
             raise UnsupportedRegexError(self.unsupported[0], p, self.unsupported[1])
         if not self.search:
-            return alt(*(v.expr() for v in variants))
+            out = [self.resolve(v.body, self.end_of(v) if v.end else EMPTY) for v in variants]
+        else:
+            out = self.searched(variants)
+        if self.unsupported is not None:  # met while resolving lookaheads
+            raise UnsupportedRegexError(self.unsupported[0], p, self.unsupported[1])
+        return alt(*out)
+
+    def searched(self, variants: list[_Part]) -> list[Expr]:
+        """The variants with each unanchored side free (search mode)."""
         out = []
         for v in variants:
+            if v.lazy:
+                body = [self.resolve(v.body, self.end_of(v) if v.end else _ANY_STAR)]
+                out.append(seq(*body) if v.start else seq(_ANY_STAR, *body))
+                continue
             body = [] if v.empty else [v.expr()]
             if not v.start:
                 body.insert(0, _ANY_STAR)
             if not v.end and (v.start or not v.empty):  # one ANY_CHAR* is enough
                 body.append(_ANY_STAR)
+            elif v.end and v.newline:
+                body.append(_FINAL_NEWLINE)
             out.append(seq(*body))
-        return alt(*out)
+        return out
 
-    def anchor(self, at_start: bool, i: int, items: list[_Item]) -> None:
+    def anchor(self, at_start: bool, i: int, items: list[_Item], dollar: bool = False) -> None:
         if self.search and self.flags & _M:
             self.unsupported_at("multiline anchor in search mode", i)
+        # Python's "$" also matches before a final newline: read around both dialects,
+        # the language takes that newline too (ECMA's "$" and "\Z" are the end).
+        newline = dollar and self.ecma == "around"
         items.append(("anchor", [_Part(at_start, not at_start, True, [],
-                                             i if at_start else -1, -1 if at_start else i)]))
+                                       i if at_start else -1, -1 if at_start else i,
+                                       newline)]))
+
+    # -- lookaheads ------------------------------------------------------------------
+    @staticmethod
+    def end_of(v: _Part) -> Expr:
+        """What may follow a part anchored at the end of the string."""
+        return _FINAL_NEWLINE if v.newline else EMPTY
+
+    def resolve(self, body: list[_Element], follow: Expr) -> Expr:
+        """The strings of ``body`` followed by one of ``follow`` (which reaches the end of
+        the string), each lookahead checked against the whole rest of the string."""
+        out = follow
+        plain: list[Expr] = []
+        for e in reversed(body):
+            if isinstance(e, (_Look, _Choice, _Looped)):
+                if plain:
+                    out = seq(*reversed(plain), out)
+                    plain = []
+                if isinstance(e, _Look):
+                    rest = self.look_language(e)
+                    out = intersect(out, complement(rest)) if e.negative else intersect(rest, out)
+                elif isinstance(e, _Choice):
+                    out = alt(*(self.resolve(b, out) for b in e.bodies))
+                else:
+                    out = self.looped(e, out)
+            else:
+                plain.append(e)
+        return seq(*reversed(plain), out) if plain else out
+
+    def look_language(self, look: _Look) -> Expr:
+        """The rests of the string that start with a match of ``look``'s body."""
+        return alt(*(self.resolve(v.body, self.end_of(v) if v.end else _ANY_STAR)
+                     for v in look.parts))
+
+    def looped(self, loop: _Looped, follow: Expr) -> Expr:
+        """``loop``'s repeats followed by ``follow``: written out iteration by iteration
+        where the count is bounded (a free rest absorbs the iterations past ``lo``), or,
+        unbounded before the end of the string, with every iteration one character after
+        its lookaheads (``((?!ab).)*``): the strings each of whose non-empty suffixes
+        starts with such an iteration."""
+        lo, hi = loop.lo, loop.hi
+        if hi is None and follow is _ANY_STAR:
+            hi = lo
+        if hi is not None:
+            if hi > MAX_LOOKAHEAD_UNROLL:
+                self.unsupported_at(f"lookahead inside a repeat of more than "
+                                    f"{MAX_LOOKAHEAD_UNROLL}", loop.pos)
+                return NOTHING
+            after = follow
+            for done in range(hi - 1, -1, -1):
+                step = alt(*(self.resolve(b, after) for b in loop.bodies))
+                after = alt(follow, step) if done >= lo else step
+            return after
+        if follow is not EMPTY:
+            self.unsupported_at("lookahead inside an unbounded repeat that does not end the "
+                                "pattern", loop.pos)
+            return NOTHING
+        starts: list[Expr] = []
+        for b in loop.bodies:
+            looks, last = b[:-1], b[-1] if b else None
+            if not isinstance(last, Chars) or not all(isinstance(x, _Look) for x in looks):
+                self.unsupported_at("lookahead inside an unbounded repeat of more than "
+                                    "one character after its lookaheads", loop.pos)
+                return NOTHING
+            rests = [self.look_language(x) for x in looks]  # type: ignore[arg-type]
+            conditions = [complement(r) if x.negative else r  # type: ignore[union-attr]
+                          for x, r in zip(looks, rests)]
+            starts.append(intersect(seq(last, _ANY_STAR), *conditions))
+        bad_suffix = intersect(plus(ANY_CHAR), complement(alt(*starts)))
+        return intersect(repeat(ANY_CHAR, lo, None), complement(seq(_ANY_STAR, bad_suffix)))
 
     # -- combining pieces ------------------------------------------------------------
     def concat(self, items: list[_Item]) -> list[_Part]:
@@ -297,6 +437,7 @@ class _Parser:
                         self.unsupported_at("anchor $ or \\Z not at the end", v.epos)
                     v.body.extend(piece.body)
                     v.empty = v.empty and piece.empty
+                    v.lazy = v.lazy or piece.lazy
                 if len(cur) > 1:
                     cur = _merge(cur)
                 continue
@@ -310,7 +451,8 @@ class _Parser:
                     else:
                         nxt.append(_Part(a.start or b.start, a.end or b.end, a.empty and b.empty,
                                          a.body + b.body, a.spos if a.start else b.spos,
-                                         b.epos if b.end else a.epos))
+                                         b.epos if b.end else a.epos,
+                                         b.newline if b.end else a.newline, a.lazy or b.lazy))
             cur = _merge(nxt)
         return cur
 
@@ -318,18 +460,31 @@ class _Parser:
         if f.kind in ("look", "cond", "atomic"):  # unsupported; already recorded
             return ("look" if f.kind == "look" else "group"), _plain(EMPTY)
         last = self.concat(f.items)
-        if not f.branches:
-            return "group", last
-        return "group", _merge(v for b in [*f.branches, last] for v in b)
+        parts = _merge(v for b in [*f.branches, last] for v in b) if f.branches else last
+        if f.kind == "lookahead":
+            # Zero-width: it consumes nothing and constrains what follows it, so it is
+            # resolved once the pattern after it is known. A "^" inside pins it to the start.
+            starts = [v.spos for v in parts if v.start]
+            return "look", [_Part(bool(starts), False, True, [_Look(parts, f.negative)],
+                                  min(starts, default=-1), lazy=True)]
+        return "group", parts
 
-    def repeat(self, parts: list[_Part], lo: int, hi: int | None) -> list[_Part]:
+    def repeat(self, parts: list[_Part], lo: int, hi: int | None, pos: int) -> list[_Part]:
+        lazy = any(v.lazy for v in parts)
         if not any(v.start or v.end for v in parts):
             if all(v.empty for v in parts):
-                return _plain(EMPTY)
+                # Zero-width: one iteration says all that many do, and none says nothing.
+                return parts if lazy and lo > 0 else _plain(EMPTY)
+            if lazy:
+                return [_Part(False, False, False,
+                              [_Looped([v.body for v in parts], lo, hi, pos)], lazy=True)]
             return _plain(repeat(alt(*(v.expr() for v in parts)), lo, hi))
         if hi == 1:
             return _merge([*parts, *(_plain(EMPTY) if lo == 0 else [])])
         if hi == 0:
+            return _plain(EMPTY)
+        if lazy:
+            self.unsupported_at("lookahead inside a repeat with an anchor", pos)
             return _plain(EMPTY)
         if self.end_in_repeats and lo <= 1 and not any(v.start for v in parts):
             return self.repeat_to_end(parts, lo, hi)
@@ -387,7 +542,7 @@ class _Parser:
         elif j < n and p[j] == "+":
             self.unsupported_at("possessive quantifier", i)
             j += 1
-        items[-1] = ("repeat", self.repeat(items[-1][1], lo, hi))
+        items[-1] = ("repeat", self.repeat(items[-1][1], lo, hi, i))
         return j
 
     def escape(self, i: int, items: list[_Item]) -> int:
@@ -395,7 +550,7 @@ class _Parser:
         if not c:
             raise self.err("bad escape (end of pattern)", i)
         if c in "AZ":
-            self.anchor(c == "A", i, items)
+            self.anchor(c == "A", i, items)  # \\Z is the end only, in both dialects
         elif c in "bB":
             self.unsupported_at("word boundary \\" + c, i)
             items.append(("anchor", _plain(EMPTY)))
@@ -593,8 +748,17 @@ class _Parser:
                     raise self.err("unexpected end of pattern", j)
                 if other not in ("=", "!"):
                     raise self.err("unknown extension ?<" + other, i + 1)
-            self.unsupported_at("lookbehind" if tok == "<" else "lookahead", i)
-            kind = "look"
+            if tok == "<":
+                self.unsupported_at("lookbehind", i)
+                kind = "look"
+            else:
+                # Its body is checked (positive) or excluded (negative) where the pattern
+                # is: a negative one reads its classes on the other side of the dialects.
+                stack.append(_Frame("lookahead", i, self.flags, negative=tok == "!",
+                                    outer_ecma=self.ecma))
+                if tok == "!" and self.ecma is not None:
+                    self.ecma = "around" if self.ecma == "within" else "within"
+                return j
         elif tok == "(":
             j = self.condition(j)
             self.unsupported_at("conditional group (?(...)...)", i)

@@ -9,7 +9,7 @@ from dataclasses import dataclass
 from functools import lru_cache
 
 import pytest
-from hypothesis import HealthCheck, given, settings
+from hypothesis import HealthCheck, given, reject, settings
 from hypothesis import strategies as st
 
 from constrain.automaton import Automaton
@@ -104,8 +104,10 @@ UNSUPPORTED = [
     (r"(a)\1", "backreference", 3),
     (r"(a)(b)x\2", "backreference", 7),
     ("(?P<n>a)b(?P=n)", "backreference", 9),
-    ("a(?=b)", "lookahead", 1),
-    ("a(?!b)", "lookahead", 1),
+    ("(?:(?!a)b)+c", "lookahead inside an unbounded repeat that does not end", 10),
+    ("(?:(?=a)ab)*", "more than one character after its lookaheads", 11),
+    ("x(?:(?!a).){65}", "lookahead inside a repeat of more than 64", 11),
+    ("(?:(?=a)a$)*", "lookahead inside a repeat with an anchor", 11),
     ("(?<=a)b", "lookbehind", 0),
     ("x(?<!a)b", "lookbehind", 1),
     ("(a)(?(1)b|c)", "conditional", 3),
@@ -480,6 +482,53 @@ def test_property_search(branches: list[tuple[str, Gen, str]], data: st.DataObje
     inside = st.one_of(*(gen.sample for _, gen, _ in branches))
     text = data.draw(st.one_of(TEXT, st.tuples(TEXT, inside, TEXT).map("".join)))
     assert accepts(pattern, text, search=True) == bool(re.search(pattern, text, re.ASCII))
+
+
+def _lookahead(negative: bool, body: Gen) -> Gen:
+    # Zero-width: the texts that exercise it come from what follows it in a concatenation.
+    return Gen(f"(?{'!' if negative else '='}{body.pattern})", st.just(""))
+
+
+def _extend_with_lookaheads(inner: st.SearchStrategy[Gen]) -> st.SearchStrategy[Gen]:
+    return st.one_of(
+        _extend(inner),
+        st.builds(_lookahead, st.booleans(), inner),
+        st.builds(_lookahead, st.booleans(), inner.map(lambda g: Gen(g.pattern + "$", g.sample))),
+    )
+
+
+LOOKAHEAD_REGEX = st.recursive(_atom, _extend_with_lookaheads, max_leaves=8)
+
+
+def _accepts_or_reject(pattern: str, text: str, **kwargs: bool) -> bool:
+    try:
+        return accepts(pattern, text, **kwargs)
+    except UnsupportedRegexError as e:  # a lookahead in an unbounded repeat, say
+        assert "lookahead" in e.construct, e
+        reject()
+        raise AssertionError("unreachable") from None
+
+
+@settings(max_examples=300, deadline=None,
+          suppress_health_check=[HealthCheck.too_slow, HealthCheck.filter_too_much])
+@given(LOOKAHEAD_REGEX, LOOKAHEAD_REGEX, st.data())
+def test_property_lookaheads_fullmatch(gen: Gen, after: Gen, data: st.DataObject) -> None:
+    """Lookaheads anywhere (inside groups, alternatives and repeats, nested, with "$"),
+    each checked against the whole rest of the string, exactly as ``re`` does."""
+    pattern = gen.pattern + after.pattern
+    text = data.draw(st.one_of(TEXT, st.tuples(gen.sample, after.sample).map("".join)))
+    assert _accepts_or_reject(pattern, text) == re_fullmatch(pattern, text)
+
+
+@settings(max_examples=200, deadline=None,
+          suppress_health_check=[HealthCheck.too_slow, HealthCheck.filter_too_much])
+@given(st.sampled_from(["", "^"]), LOOKAHEAD_REGEX, st.sampled_from(["", "$"]), st.data())
+def test_property_lookaheads_search(start: str, gen: Gen, end: str, data: st.DataObject) -> None:
+    pattern = f"{start}{gen.pattern}{end}"
+    text = data.draw(st.one_of(TEXT, st.tuples(TEXT, gen.sample, TEXT).map("".join)))
+    # Our "$" is the end of the string (ECMA); re's also matches before a final newline.
+    expected = bool(re.search(pattern.replace("$", r"\Z"), text, re.ASCII))
+    assert _accepts_or_reject(pattern, text, search=True) == expected
 
 
 @settings(max_examples=300, deadline=None)
