@@ -66,7 +66,6 @@ from .grammar import (
     complement,
     intersect,
     normalize_ranges,
-    plus,
     repeat,
     seq,
     star,
@@ -92,7 +91,12 @@ _SIMPLE_ESCAPES = {"a": 7, "f": 12, "n": 10, "r": 13, "t": 9, "v": 11, "\\": 92}
 _DOT = chars([(10, 10)], negate=True)
 _ECMA_DOT = chars(ECMA_LINE_TERMINATORS, negate=True)  # within both dialects' "."
 _ANY_STAR = star(ANY_CHAR)
-_FINAL_NEWLINE = alt(EMPTY, Chars(((10, 10),)))  # after Python's "$": nothing, or one newline
+_NEWLINE = Chars(((10, 10),))
+_FINAL_NEWLINE = alt(EMPTY, _NEWLINE)  # after Python's "$": nothing, or one newline
+# The ends of the string an unbounded repeat holding lookaheads may be followed by, as
+# sequences of single characters (an iteration's lookaheads see them too).
+_ENDINGS: dict[int, tuple[Seq, ...]] = {id(EMPTY): (Seq(()),),
+                                        id(_FINAL_NEWLINE): (Seq(()), Seq((_NEWLINE,)))}
 
 
 @dataclass(slots=True)
@@ -408,7 +412,8 @@ class _Parser:
                 step = alt(*(self.resolve(b, after) for b in loop.bodies))
                 after = alt(follow, step) if done >= lo else step
             return after
-        if follow is not EMPTY:
+        endings = _ENDINGS.get(id(follow))
+        if endings is None:
             self.unsupported_at("lookahead inside an unbounded repeat that does not end the "
                                 "pattern", loop.pos)
             return NOTHING
@@ -423,8 +428,12 @@ class _Parser:
             conditions = [complement(r) if x.negative else r  # type: ignore[union-attr]
                           for x, r in zip(looks, rests)]
             starts.append(intersect(seq(last, _ANY_STAR), *conditions))
-        bad_suffix = intersect(plus(ANY_CHAR), complement(alt(*starts)))
-        return intersect(repeat(ANY_CHAR, lo, None), complement(seq(_ANY_STAR, bad_suffix)))
+        # The iterations start at every position before the ending: every suffix longer
+        # than the ending starts with an iteration.
+        not_a_start = complement(alt(*starts))
+        return alt(*(intersect(seq(repeat(ANY_CHAR, lo, None), ending), complement(seq(
+            _ANY_STAR, intersect(repeat(ANY_CHAR, len(ending.items) + 1, None), not_a_start))))
+            for ending in endings))
 
     # -- combining pieces ------------------------------------------------------------
     def concat(self, items: list[_Item]) -> list[_Part]:

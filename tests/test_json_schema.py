@@ -575,6 +575,25 @@ DIALECT_CASES = [
     ("^a.b$", "a\rb", False),        # ECMA's "." stops at line terminators
     ("^a.b$", "a\u2028b", False),
     ("^a.b$", "axb", True),
+    # Lookaheads: a negative one reads its body on the other side, and "$" inside one is
+    # Python's too (before a final newline) where the body is widened.
+    ("^(?!\\d)", "\u0663x", True),
+    ("^(?!\\D)", "\u0663", False),
+    ("^(?=\\d)", "\u0663", False),
+    ("^(?=\\d)", "3", True),
+    ("^(?!a$)", "a\n", True),
+    ("^(?=a$)", "a\n", False),
+    ("^(?!a$)", "b", True),
+    ("^(?!a$)", "a", False),
+    ("^(?=.*\\.)[a-z.]+$", "ab.c", True),
+    ("^(?=.*\\.)[a-z.]+$", "abc", False),
+    ("^((?!ab).)*$", "xaby", False),
+    ("^((?!ab).)*$", "xay", True),
+    ("^(?!.*\\s).+$", "a\u00a0b", False),
+    ("^(?!.*\\s).+$", "a\x1cb", True),
+    ("^(?!pattern$).*$", "pattern", False),
+    ("^(?!pattern$).*$", "patterns", True),
+    ("x(?=\\w)", "x\u00e9", False),
 ]
 
 
