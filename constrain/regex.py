@@ -27,8 +27,18 @@ what users write) and returns an :data:`~constrain.grammar.Expr` for the strings
   ``"around"`` so that it contains both (for one that is complemented); a class's
   negations, and a negated class's members, take the other side. ``(?a)``/``(?u)`` keep
   Python's meaning.
+- **Lookaheads** (``(?=...)``, ``(?!...)``) are exact: the rest of the *whole* string from
+  their position must (must not) start with a match of their body, as in ``re``. They are
+  resolved once the pattern after them is known, as an intersection with (or the
+  complement of) their body followed by anything; inside groups, alternatives and bounded
+  repeats (up to :data:`MAX_LOOKAHEAD_UNROLL` iterations, each written out), and in an
+  unbounded repeat that ends the pattern whose iterations are one character after their
+  lookaheads (``^((?!ab).)*$``: every suffix starts with such an iteration). Elsewhere
+  (``((?!a).)*b``) UnsupportedRegexError. A negative lookahead reads its classes on the
+  other side of the dialects (``ecma=``), and under ``"around"`` a ``$`` is also Python's
+  "before a final newline", so lookaheads see that newline too.
 - **Unsupported** (UnsupportedRegexError with the construct's 0-based position): ``\\b \\B``,
-  backreferences, lookaround, conditionals, atomic groups, possessive quantifiers (they
+  backreferences, lookbehind, conditionals, atomic groups, possessive quantifiers (they
   change the language) and ``(?t)``.
 - **Errors.** Malformed input raises RegexSyntaxError with ``re``'s message and position
   (except a bad range, reported at its first character), even if it also holds unsupported
@@ -71,7 +81,7 @@ from .grammar import (
     star,
 )
 
-__all__ = ["MAX_REPEAT_COUNT", "parse_regex"]
+__all__ = ["MAX_LOOKAHEAD_UNROLL", "MAX_REPEAT_COUNT", "parse_regex"]
 
 MAX_REPEAT_COUNT = 100_000
 """Largest ``{m,n}`` count accepted; larger ones raise ResourceLimitError."""
@@ -173,6 +183,11 @@ def parse_regex(pattern: str, *, search: bool = False, unicode: bool = False,
     >>> e = parse_regex(r"[0-9]{1,1000}")
     >>> type(e).__name__, e.min, e.max
     ('Repeat', 1, 1000)
+    >>> from constrain.automaton import Automaton
+    >>> from constrain.grammar import Grammar
+    >>> a = Automaton(Grammar.single(parse_regex(r"(?!admin$)\w+")))
+    >>> [a.matches(s) for s in (b"admin", b"admins", b"bob")]
+    [False, True, True]
     >>> parse_regex(r"a\\1")
     Traceback (most recent call last):
     ...
