@@ -185,7 +185,7 @@ def parse_regex(pattern: str, *, search: bool = False, unicode: bool = False,
     ('Repeat', 1, 1000)
     >>> from constrain.automaton import Automaton
     >>> from constrain.grammar import Grammar
-    >>> a = Automaton(Grammar.single(parse_regex(r"(?!admin$)\w+")))
+    >>> a = Automaton(Grammar.single(parse_regex(r"(?!admin$)\\w+")))
     >>> [a.matches(s) for s in (b"admin", b"admins", b"bob")]
     [False, True, True]
     >>> parse_regex(r"a\\1")
