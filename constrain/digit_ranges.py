@@ -25,11 +25,13 @@ from __future__ import annotations
 import os
 from decimal import Decimal
 from fractions import Fraction
+from functools import partial
 
 from .grammar import (
     EMPTY,
     NOTHING,
     Expr,
+    Lazy,
     alt,
     char_range,
     chars,
@@ -394,6 +396,36 @@ def _cyclic_multiples(m: int, dotted: bool) -> Expr:
     return star(edges[(0, 0)]) if (0, 0) in edges else EMPTY
 
 
+def _residue_multiples(m: int, dotted: bool) -> Expr:
+    """Digit strings whose value is a multiple of ``m``, as the residue automaton itself:
+    one :class:`~constrain.grammar.Lazy` node per residue, built when matching first
+    reaches it (``m`` nodes, where eliminating its states grows too fast past 9)."""
+    steps = []
+    for r in range(m):
+        step: dict[int, list[int]] = {}
+        for d in range(10):
+            step.setdefault((10 * r + d) % m, []).append(d)
+        steps.append(_classes_by_target(step))
+    nodes: dict[int, Lazy] = {}
+
+    def node(r: int) -> Lazy:
+        found = nodes.get(r)
+        if found is None:
+            found = nodes[r] = Lazy(("residues", m, dotted, r), partial(build, r),
+                                    nullable=r == 0, parts=(DIGIT, _DOT))
+        return found
+
+    def build(r: int) -> Expr:
+        options = [seq(cls, node(t)) for cls, t in steps[r]]
+        if dotted:
+            options.append(seq(_DOT, node(r)))
+        if r == 0:
+            options.append(EMPTY)
+        return alt(*options)
+
+    return node(0)
+
+
 def _bounded_multiples(m: int, max_digits: int, dotted: bool) -> Expr:
     """Digit strings of at most ``max_digits`` digits whose value is a multiple of ``m``:
     one node per (digits left, residue), so each derivative is the next node."""
@@ -449,6 +481,8 @@ def multiple_language(k: int, dotted: bool = False, max_digits: int | None = Non
             parts.append(_cyclic_multiples(m, dotted))
         elif max_digits is not None and max_digits * m <= MAX_MODULUS_STATES // 4:
             parts.append(_bounded_multiples(m, max_digits, dotted))
+        elif m <= MAX_MODULUS_STATES:
+            parts.append(_residue_multiples(m, dotted))
         else:
             return None
     return intersect(*parts) if len(parts) > 1 else parts[0]

@@ -242,7 +242,7 @@ def test_integer_multiple_of_fraction() -> None:
 
 def test_not_expressible() -> None:
     with pytest.raises(NotExpressible):
-        integer_expr(multiple_of=11)  # coprime to 10, no bound on the digits
+        integer_expr(multiple_of=10007)  # coprime to 10: one state per residue, too many
     with pytest.raises(NotExpressible):
         number_expr(0, None, multiple_of=5**7)
     assert isinstance(NotExpressible("x"), ValueError)
@@ -287,6 +287,26 @@ def test_extreme_bounds_stay_small_and_fast(kwargs: dict[str, object]) -> None:
     a = Automaton(Grammar.single(expr))
     assert a.matches(b"1e-299") == ("minimum" in kwargs and exact(kwargs["minimum"]) <= Decimal(
         "1e-299"))
+
+
+@pytest.mark.parametrize("divisor", [11, 13, 1.1, 0.17, 4999])
+def test_unbounded_multiples_of_large_coprime_factors(divisor: float) -> None:
+    """A factor coprime to 10 above 9 with no bound on the digits: the residue automaton
+    itself, one lazily built node per residue (it used to be refused)."""
+    d = Decimal(repr(divisor))
+    number = Automaton(Grammar.single(number_expr(multiple_of=divisor)))
+    integer = Automaton(Grammar.single(integer_expr(multiple_of=divisor)))
+    for k in [0, 1, 2, 7, 10, 123456789, -3, -98765]:
+        v = d * k
+        assert number.matches(format(v, "f").encode()), v
+        if v == v.to_integral_value():  # integer spellings only, by default
+            assert integer.matches(str(int(v)).encode()), v
+        off = v + Decimal("0.01") if d < 1 else v + 1
+        assert not number.matches(format(off, "f").encode()), off
+    assert not number.matches(b"1e3")
+    if isinstance(divisor, int):  # a float divisor keeps to 2**53, where floats are exact
+        big = str(divisor * 10**30).encode()
+        assert number.matches(big) and integer.matches(big)
 
 
 def test_digit_building_blocks() -> None:
