@@ -44,9 +44,12 @@ parsed exactly as well (``parse_float=Decimal``), so only the exact value counts
   ``3.0``/``-3.00``, ``7e2``/``4E+05`` (one-digit mantissa) and ``0e5``, which
   ``jsonschema`` also counts as integers (up to the largest float: ``2e308`` is inf).
 
-``multipleOf`` is exact through modular automata; :class:`NotExpressible` is raised when a
-modulus is beyond :data:`~constrain.digit_ranges.MAX_MODULUS_STATES` (e.g. a factor coprime
-to 10 above 9 with no maximum digit count, or ``5**7``).
+``multipleOf`` is exact through modular automata (a factor coprime to 10 above 9 with no
+maximum digit count is the residue automaton itself, built lazily); :class:`NotExpressible`
+is raised when a modulus is beyond :data:`~constrain.digit_ranges.MAX_MODULUS_STATES`
+(``10007``, ``5**7``). Boolean combinations of several large moduli (``not``/``anyOf`` of
+``multipleOf`` 11, 13, 33, 77...) are exact too, but their products can spend the term or
+liveness budget (a ResourceLimitError after up to a minute) where they used to be refused.
 
 >>> from constrain.automaton import Automaton
 >>> from constrain.grammar import Grammar
