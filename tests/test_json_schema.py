@@ -1168,3 +1168,33 @@ def test_anyof_of_single_required_keys_becomes_disjoint_first_present_branches(o
         compiler = Compiler(other, options)
         assert compiler.combinators._first_present(
             [compiler.root.without("anyOf")], compiler.root) is None
+
+
+_LOOKAHEAD_SCHEMAS = [
+    {"type": "object", "patternProperties": {"^(?!x-)[a-z]+$": {"type": "integer"},
+                                             "^x-": {"type": "string"}},
+     "additionalProperties": False},
+    {"type": "object", "propertyNames": {"pattern": "^(?!_)\\w+$"}},
+    {"type": "object", "required": ["name"],
+     "properties": {"name": {"type": "string", "pattern": "^(?!admin$|root$)[a-z]{2,8}$"}}},
+    {"type": "string", "pattern": "^(?=.*[A-Z])(?=.*\\d).{6,}$"},
+    {"not": {"type": "string", "pattern": "^(?=.*[A-Z])(?=.*\\d).{6,}$"}},
+    {"oneOf": [{"type": "string", "pattern": "^(?!a)"}, {"type": "string", "maxLength": 2}]},
+    {"type": "string", "pattern": "^((?!--).)*$", "maxLength": 6},
+]
+_LOOKAHEAD_INSTANCES = [
+    {"ab": 1, "x-y": "s"}, {"x-y": 3}, {"ab": "s"}, {"AB": 1}, {"_a": 1}, {"a_": 1},
+    {"name": "admin"}, {"name": "bob"}, {"name": "admins"}, "Passw0rd", "password",
+    "PASSWORD1", "aB1", "", "ab", "ba", "abc", "bcd", "a--b", "a-b-c", {}, 5,
+]
+
+
+@pytest.mark.parametrize("schema", _LOOKAHEAD_SCHEMAS, ids=range(len(_LOOKAHEAD_SCHEMAS)))
+def test_lookaheads_in_patterns_match_jsonschema(schema: dict[str, Any]) -> None:
+    """Lookaheads in ``pattern``, ``patternProperties`` and ``propertyNames``, kept and
+    complemented (``not``, ``oneOf``): exact, as jsonschema judges (it used to refuse them;
+    llguidance and xgrammar refuse them too)."""
+    verdicts = [verdict(schema, instance) for instance in _LOOKAHEAD_INSTANCES]
+    assert any(verdicts) and not all(verdicts)
+    for instance, valid in zip(_LOOKAHEAD_INSTANCES, verdicts):
+        assert accepts(schema, json.dumps(instance)) == valid, instance
