@@ -32,8 +32,8 @@ what users write) and returns an :data:`~constrain.grammar.Expr` for the strings
   resolved once the pattern after them is known, as an intersection with (or the
   complement of) their body followed by anything; inside groups, alternatives and bounded
   repeats (up to :data:`MAX_LOOKAHEAD_UNROLL` iterations, each written out), and in an
-  unbounded repeat that ends the pattern whose iterations are one character after their
-  lookaheads (``^((?!ab).)*$``: every suffix starts with such an iteration). Elsewhere
+  unbounded repeat that ends the pattern whose iterations are one character with
+  lookaheads around it (``^((?!ab).)*$``: every suffix starts with such an iteration). Elsewhere
   (``((?!a).)*b``) UnsupportedRegexError. A negative lookahead reads its classes on the
   other side of the dialects (``ecma=``), and under ``"around"`` a ``$`` is also Python's
   "before a final newline", so lookaheads see that newline too.
@@ -229,6 +229,17 @@ def _merge(parts: Iterable[_Part]) -> list[_Part]:
     return list(out.values())
 
 
+def _alternatives(bodies: list[list[_Element]]) -> list[list[_Element]]:
+    """``bodies`` with each body that is one choice replaced by its alternatives."""
+    out: list[list[_Element]] = []
+    for b in bodies:
+        if len(b) == 1 and isinstance(b[0], _Choice):
+            out.extend(_alternatives(b[0].bodies))
+        else:
+            out.append(b)
+    return out
+
+
 class _Parser:
     def __init__(self, pattern: str, search: bool, unicode: bool,
                  end_in_repeats: bool = False,
@@ -393,8 +404,7 @@ class _Parser:
                     out = seq(*reversed(plain), out)
                     plain = []
                 if isinstance(e, _Look):
-                    rest = self.look_language(e)
-                    out = intersect(out, complement(rest)) if e.negative else intersect(rest, out)
+                    out = intersect(self.look_condition(e), out)
                 elif isinstance(e, _Choice):
                     out = alt(*(self.resolve(b, out) for b in e.bodies))
                 else:
@@ -408,12 +418,17 @@ class _Parser:
         return alt(*(self.resolve(v.body, self.end_of(v) if v.end else _ANY_STAR)
                      for v in look.parts))
 
+    def look_condition(self, look: _Look) -> Expr:
+        """The rests of the string that ``look`` lets through."""
+        rest = self.look_language(look)
+        return complement(rest) if look.negative else rest
+
     def looped(self, loop: _Looped, follow: Expr) -> Expr:
         """``loop``'s repeats followed by ``follow``: written out iteration by iteration
         where the count is bounded (a free rest absorbs the iterations past ``lo``), or,
-        unbounded before the end of the string, with every iteration one character after
-        its lookaheads (``((?!ab).)*``): the strings each of whose non-empty suffixes
-        starts with such an iteration."""
+        unbounded before the end of the string, with every iteration one character and
+        lookaheads around it (``((?!ab).)*``, ``(a(?!b))*``): the strings each of whose
+        suffixes longer than the ending starts with such an iteration."""
         lo, hi = loop.lo, loop.hi
         if hi is None and follow is _ANY_STAR:
             hi = lo
@@ -433,16 +448,18 @@ class _Parser:
                                 "pattern", loop.pos)
             return NOTHING
         starts: list[Expr] = []
-        for b in loop.bodies:
-            looks, last = b[:-1], b[-1] if b else None
-            if not isinstance(last, Chars) or not all(isinstance(x, _Look) for x in looks):
+        for b in _alternatives(loop.bodies):
+            at = [i for i, x in enumerate(b) if not isinstance(x, _Look)]
+            char = b[at[0]] if len(at) == 1 else None
+            if not isinstance(char, Chars):
                 self.unsupported_at("lookahead inside an unbounded repeat of more than "
-                                    "one character after its lookaheads", loop.pos)
+                                    "one character and its lookaheads", loop.pos)
                 return NOTHING
-            rests = [self.look_language(x) for x in looks]  # type: ignore[arg-type]
-            conditions = [complement(r) if x.negative else r  # type: ignore[union-attr]
-                          for x, r in zip(looks, rests)]
-            starts.append(intersect(seq(last, _ANY_STAR), *conditions))
+            # Lookaheads before the character see the suffix from it, those after it
+            # the suffix past it.
+            seen_from = [self.look_condition(x) for x in b[:at[0]] if isinstance(x, _Look)]
+            seen_past = [self.look_condition(x) for x in b[at[0] + 1:] if isinstance(x, _Look)]
+            starts.append(intersect(seq(char, intersect(_ANY_STAR, *seen_past)), *seen_from))
         # The iterations start at every position before the ending: every suffix longer
         # than the ending starts with an iteration.
         not_a_start = complement(alt(*starts))

@@ -105,7 +105,7 @@ UNSUPPORTED = [
     (r"(a)(b)x\2", "backreference", 7),
     ("(?P<n>a)b(?P=n)", "backreference", 9),
     ("(?:(?!a)b)+c", "lookahead inside an unbounded repeat that does not end", 10),
-    ("(?:(?=a)ab)*", "more than one character after its lookaheads", 11),
+    ("(?:(?=a)ab)*", "more than one character and its lookaheads", 11),
     ("x(?:(?!a).){65}", "lookahead inside a repeat of more than 64", 11),
     ("(?:(?=a)a$)*", "lookahead inside a repeat with an anchor", 11),
     ("(?<=a)b", "lookbehind", 0),
@@ -554,3 +554,27 @@ def test_property_accepts_exactly_what_re_accepts(pattern: str) -> None:
         assert e.position == position or dangling, pattern
     except UnsupportedRegexError:
         assert valid, pattern
+
+
+LOOKAHEAD_PATTERNS = [
+    "(?!ab).*", "(?=a)[ab]*", "a(?!b)[a-c]*", "(?:(?!ab).)*", "(?:(?!ab).|(?!c)x)*",
+    "(?:(?=a|b).)+", "(?!a$).*", "(?=.*b)(?=.*c).*", "(?:a(?!b)|b(?=c))+", "(?:a(?!b)|b)+",
+    "(?:(?!a).){2,3}x?", "((?!b)a|b)(?!a)", "(?!(?=a)b).*", "(?:x(?!y)){0,2}",
+    "(?!)a?", "(?=)a", "(?!a)*b", "(?:(?!ba).)+$",
+]
+
+
+@pytest.mark.parametrize("pattern", LOOKAHEAD_PATTERNS)
+def test_lookaheads_exhaustively(pattern: str) -> None:
+    """Every string of up to five characters over a small alphabet, full match and
+    search, against ``re``."""
+    import itertools
+
+    full = _automaton(pattern)
+    searched = _automaton(pattern, search=True)
+    python = re.compile(pattern.replace("$", r"\Z"))
+    for n in range(6):
+        for chars in itertools.product("abcxy", repeat=n):
+            text = "".join(chars)
+            assert full.matches(text.encode()) == bool(python.fullmatch(text)), text
+            assert searched.matches(text.encode()) == bool(python.search(text)), text
