@@ -31,7 +31,8 @@ what users write) and returns an :data:`~constrain.grammar.Expr` for the strings
   their position must (must not) start with a match of their body, as in ``re``. They are
   resolved once the pattern after them is known, as an intersection with (or the
   complement of) their body followed by anything; inside groups, alternatives and bounded
-  repeats (up to :data:`MAX_LOOKAHEAD_UNROLL` iterations, each written out), and in an
+  repeats (each iteration written out, at most :data:`MAX_LOOKAHEAD_UNROLL` in all, nested
+  ones multiplied: past it ResourceLimitError), and in an
   unbounded repeat that ends the pattern whose iterations are one character with
   lookaheads around it (``^((?!ab).)*$``: every suffix starts with such an iteration). Elsewhere
   (``((?!a).)*b``) UnsupportedRegexError. A negative lookahead reads its classes on the
@@ -163,9 +164,10 @@ class _Looped:
 _Element: TypeAlias = "Expr | _Look | _Choice | _Looped"
 _Item = tuple[str, list[_Part]]  # (kind: "atom" "anchor" "repeat" "group" "look", parts)
 
-MAX_LOOKAHEAD_UNROLL = 64
-"""Most iterations of a repeat holding a lookahead that are written out (each iteration's
-lookahead sees a different rest of the string); more raise UnsupportedRegexError."""
+MAX_LOOKAHEAD_UNROLL = 1024
+"""Most iterations of bounded repeats holding lookaheads written out for one pattern, nested
+ones multiplied (each iteration's lookahead sees a different rest of the string); more
+raise ResourceLimitError."""
 
 
 def parse_regex(pattern: str, *, search: bool = False, unicode: bool = False,
@@ -256,6 +258,7 @@ class _Parser:
         self.names: dict[str, int] = {}
         self.cond_refs: list[tuple[int, int]] = []
         self.unsupported: tuple[str, int] | None = None
+        self.unrolled = 0  # iterations of repeats holding lookaheads written out so far
 
     # -- helpers ---------------------------------------------------------------------
     def err(self, message: str, pos: int) -> RegexSyntaxError:
@@ -433,10 +436,13 @@ class _Parser:
         if hi is None and follow is _ANY_STAR:
             hi = lo
         if hi is not None:
-            if hi > MAX_LOOKAHEAD_UNROLL:
-                self.unsupported_at(f"lookahead inside a repeat of more than "
-                                    f"{MAX_LOOKAHEAD_UNROLL}", loop.pos)
-                return NOTHING
+            self.unrolled += hi
+            if self.unrolled > MAX_LOOKAHEAD_UNROLL:
+                raise ResourceLimitError(
+                    "max_lookahead_unroll", MAX_LOOKAHEAD_UNROLL,
+                    f"repeats holding lookaheads would be written out more than "
+                    f"{MAX_LOOKAHEAD_UNROLL} times (the repeat at position {loop.pos} in "
+                    f"regex {self.p!r})")
             after = follow
             for done in range(hi - 1, -1, -1):
                 step = alt(*(self.resolve(b, after) for b in loop.bodies))
