@@ -51,6 +51,7 @@ what users write) and returns an :data:`~constrain.grammar.Expr` for the strings
 from __future__ import annotations
 
 import re
+import sys
 from collections.abc import Iterable, Sequence
 from dataclasses import dataclass, field
 from typing import Literal, TypeAlias
@@ -68,14 +69,20 @@ from .grammar import (
     EMPTY,
     MAX_CODE_POINT,
     NOTHING,
+    Alt,
+    And,
     Chars,
     Expr,
+    Not,
     Ranges,
+    Repeat,
     Seq,
     alt,
     chars,
+    children,
     complement,
     intersect,
+    intersect_ranges,
     normalize_ranges,
     repeat,
     seq,
@@ -102,6 +109,7 @@ _SIMPLE_ESCAPES = {"a": 7, "f": 12, "n": 10, "r": 13, "t": 9, "v": 11, "\\": 92}
 _DOT = chars([(10, 10)], negate=True)
 _ECMA_DOT = chars(ECMA_LINE_TERMINATORS, negate=True)  # within both dialects' "."
 _ANY_STAR = star(ANY_CHAR)
+_B_MATCHES_EMPTY = sys.version_info >= (3, 14)  # re's \B in an empty string, from 3.14
 _NEWLINE = Chars(((10, 10),))
 _FINAL_NEWLINE = alt(EMPTY, _NEWLINE)  # after Python's "$": nothing, or one newline
 # The ends of the string an unbounded repeat holding lookaheads may be followed by, as
@@ -141,6 +149,16 @@ class _Look:
 
     parts: list[_Part]
     negative: bool
+    pos: int = -1
+
+
+@dataclass(slots=True)
+class _Behind:
+    """A lookbehind of one character: the character before this position must be one of
+    ``ranges``, or (``start``) there may be none (the start of the string)."""
+
+    ranges: Ranges
+    start: bool
 
 
 @dataclass(slots=True)
@@ -161,7 +179,11 @@ class _Looped:
     pos: int
 
 
-_Element: TypeAlias = "Expr | _Look | _Choice | _Looped"
+_Element: TypeAlias = "Expr | _Look | _Behind | _Choice | _Looped"
+# A requirement on the character before a position: (its code points, whether the start
+# of the string will do); None: no requirement.
+_Before: TypeAlias = "tuple[Ranges, bool] | None"
+_Ends: TypeAlias = "dict[_Before, Expr]"  # a language after a position, per requirement
 _Item = tuple[str, list[_Part]]  # (kind: "atom" "anchor" "repeat" "group" "look", parts)
 
 MAX_LOOKAHEAD_UNROLL = 1024
@@ -229,6 +251,74 @@ def _merge(parts: Iterable[_Part]) -> list[_Part]:
         else:
             old.body = [alt(old.expr(), v.expr())]
     return list(out.values())
+
+
+def _nullable(expr: Expr) -> bool:
+    """Whether ``expr`` matches the empty string (a walk, not recursion: patterns nest
+    deeply)."""
+    memo: dict[int, bool] = {}
+    stack = [expr]
+    while stack:
+        node = stack[-1]
+        parts = children(node)
+        todo = [c for c in parts if id(c) not in memo]
+        if todo:
+            stack.extend(todo)
+            continue
+        stack.pop()
+        found = [memo[id(c)] for c in parts]
+        if isinstance(node, (Seq, And)):
+            memo[id(node)] = all(found)
+        elif isinstance(node, Alt):
+            memo[id(node)] = any(found)
+        elif isinstance(node, Repeat):
+            memo[id(node)] = node.min == 0 or found[0]
+        elif isinstance(node, Not):
+            memo[id(node)] = not found[0]
+        else:  # characters and bytes (no references or lazy nodes in a regex)
+            memo[id(node)] = False
+    return memo[id(expr)]
+
+
+def _joined(pairs: Iterable[tuple[_Before, Expr]]) -> _Ends:
+    """The languages with the same requirement on the character before them, united."""
+    grouped: dict[_Before, list[Expr]] = {}
+    for before, expr in pairs:
+        grouped.setdefault(before, []).append(expr)
+    return {before: alt(*exprs) for before, exprs in grouped.items()}
+
+
+def _both(before: _Before, behind: tuple[Ranges, bool]) -> _Before:
+    """Two requirements on the same character."""
+    if before is None:
+        return behind
+    return intersect_ranges(before[0], behind[0]), before[1] and behind[1]
+
+
+def _consumed(expr: Expr, before: _Before, out: Expr) -> Iterable[tuple[_Before, Expr]]:
+    """``expr`` then ``out``, where ``before`` constrains the character before ``out``: a
+    non-empty match of ``expr`` must end in it; an empty one passes it on."""
+    if before is None:
+        yield None, seq(expr, out)
+        return
+    if before[0]:
+        yield None, seq(intersect(expr, seq(_ANY_STAR, Chars(before[0]))), out)
+    if _nullable(expr):
+        yield before, out
+
+
+def _one_character(parts: list[_Part]) -> Ranges | None:
+    """The code points of a lookbehind's body when it is one character, else ``None``."""
+    if len(parts) != 1 or parts[0].start or parts[0].end or parts[0].lazy:
+        return None
+    body = parts[0].body
+    if len(body) != 1:
+        return None
+    item = body[0]
+    options = item.items if isinstance(item, Alt) else (item,)
+    if not options or not all(isinstance(x, Chars) for x in options):
+        return None
+    return normalize_ranges(r for x in options for r in x.ranges)  # type: ignore[union-attr]
 
 
 def _alternatives(bodies: list[list[_Element]]) -> list[list[_Element]]:
@@ -318,7 +408,7 @@ class _Parser:
                     raise self.err("unbalanced parenthesis", i)
                 stack.pop()
                 self.flags = f.outer_flags
-                if f.kind == "lookahead":
+                if f.kind in ("lookahead", "lookbehind"):
                     self.ecma = f.outer_ecma
                 if f.gid:
                     self.closed.add(f.gid)
@@ -355,7 +445,8 @@ class _Parser:
         if self.unsupported is not None:
             raise UnsupportedRegexError(self.unsupported[0], p, self.unsupported[1])
         if not self.search:
-            out = [self.resolve(v.body, self.end_of(v) if v.end else EMPTY) for v in variants]
+            out = [self.at_start(self.flow(v.body, {None: self.end_of(v) if v.end else EMPTY}),
+                                 False) for v in variants]
         else:
             out = self.searched(variants)
         if self.unsupported is not None:  # met while resolving lookaheads
@@ -367,8 +458,8 @@ class _Parser:
         out = []
         for v in variants:
             if v.lazy:
-                body = [self.resolve(v.body, self.end_of(v) if v.end else _ANY_STAR)]
-                out.append(seq(*body) if v.start else seq(_ANY_STAR, *body))
+                ends = self.flow(v.body, {None: self.end_of(v) if v.end else _ANY_STAR})
+                out.append(self.at_start(ends, not v.start))
                 continue
             body = [] if v.empty else [v.expr()]
             if not v.start:
@@ -390,35 +481,87 @@ class _Parser:
                                        i if at_start else -1, -1 if at_start else i,
                                        newline)]))
 
-    # -- lookaheads ------------------------------------------------------------------
+    def word_boundary(self, between: bool) -> _Part:
+        """``\\b`` (``between``: a word character on exactly one side) or ``\\B``."""
+        word = category("w", self.unicode())
+        other = chars(word, negate=True).ranges
+        after_word, after_other = _Behind(word, False), _Behind(other, True)
+        ahead = [_Part(False, False, False, [Chars(word)])]
+        word_next, other_next = _Look(ahead, False), _Look(ahead, True)
+        if between:
+            bodies: list[list[_Element]] = [[after_word, other_next], [after_other, word_next]]
+        elif _B_MATCHES_EMPTY:
+            bodies = [[after_word, word_next], [after_other, other_next]]
+        else:  # re before 3.14: \B never matches in an empty string
+            bodies = [[after_word, word_next], [_Behind(other, False), other_next],
+                      [_Behind((), True), _Look([_Part(False, False, False, [Chars(other)])],
+                                                False)]]
+        return _Part(False, False, True, [_Choice(bodies)], lazy=True)
+
+    # -- lookarounds -----------------------------------------------------------------
     @staticmethod
     def end_of(v: _Part) -> Expr:
         """What may follow a part anchored at the end of the string."""
         return _FINAL_NEWLINE if v.newline else EMPTY
 
-    def resolve(self, body: list[_Element], follow: Expr) -> Expr:
+    def resolve(self, body: list[_Element], follow: Expr, pos: int = -1) -> Expr:
         """The strings of ``body`` followed by one of ``follow`` (which reaches the end of
-        the string), each lookahead checked against the whole rest of the string."""
-        out = follow
+        the string), each lookahead checked against the whole rest of the string, where
+        nothing may constrain the character before ``body`` (a lookbehind inside a
+        lookahead, at ``pos``, is refused)."""
+        ends = self.flow(body, {None: follow})
+        if any(before is not None for before in ends):
+            self.unsupported_at("lookbehind inside a lookahead", pos)
+        return ends.get(None, NOTHING)
+
+    def flow(self, body: list[_Element], ends: _Ends) -> _Ends:
+        """``body`` followed by ``ends``, right to left: each lookahead checked against the
+        rest of the string, each lookbehind becoming a requirement on the character
+        before, met by the first element to its left that consumes one."""
         plain: list[Expr] = []
         for e in reversed(body):
-            if isinstance(e, (_Look, _Choice, _Looped)):
-                if plain:
-                    out = seq(*reversed(plain), out)
-                    plain = []
-                if isinstance(e, _Look):
-                    out = intersect(self.look_condition(e), out)
-                elif isinstance(e, _Choice):
-                    out = alt(*(self.resolve(b, out) for b in e.bodies))
-                else:
-                    out = self.looped(e, out)
+            if not isinstance(e, (_Look, _Behind, _Choice, _Looped)) and list(ends) == [None]:
+                plain.append(e)  # the common case: consecutive atoms are one sequence
+                continue
+            if plain:
+                ends = {None: seq(*reversed(plain), ends[None])}
+                plain = []
+            if isinstance(e, _Look):
+                condition = self.look_condition(e)
+                ends = {before: intersect(condition, out) for before, out in ends.items()}
+            elif isinstance(e, _Behind):
+                ends = _joined((_both(before, (e.ranges, e.start)), out)
+                               for before, out in ends.items())
+            elif isinstance(e, _Choice):
+                ends = _joined(x for b in e.bodies for x in self.flow(b, ends).items())
+            elif isinstance(e, _Looped):
+                ends = self.looped(e, ends)
             else:
-                plain.append(e)
-        return seq(*reversed(plain), out) if plain else out
+                ends = _joined(x for before, out in ends.items() for x in _consumed(e, before, out))
+        if plain:
+            ends = {None: seq(*reversed(plain), ends[None])}
+        return ends
+
+    def at_start(self, ends: _Ends, free: bool) -> Expr:
+        """``ends`` at the start of the pattern: the start of the string, or with ``free``
+        (search mode, no ``^``) any text before."""
+        out = []
+        for before, expr in ends.items():
+            if before is None:
+                out.append(seq(_ANY_STAR, expr) if free else expr)
+                continue
+            ranges, start = before
+            if start:
+                out.append(seq(_ANY_STAR, Chars(ranges), expr) if free and ranges else expr)
+                if free:
+                    out.append(expr)
+            elif free and ranges:
+                out.append(seq(_ANY_STAR, Chars(ranges), expr))
+        return alt(*out)
 
     def look_language(self, look: _Look) -> Expr:
         """The rests of the string that start with a match of ``look``'s body."""
-        return alt(*(self.resolve(v.body, self.end_of(v) if v.end else _ANY_STAR)
+        return alt(*(self.resolve(v.body, self.end_of(v) if v.end else _ANY_STAR, look.pos)
                      for v in look.parts))
 
     def look_condition(self, look: _Look) -> Expr:
@@ -426,13 +569,14 @@ class _Parser:
         rest = self.look_language(look)
         return complement(rest) if look.negative else rest
 
-    def looped(self, loop: _Looped, follow: Expr) -> Expr:
+    def looped(self, loop: _Looped, ends: _Ends) -> _Ends:
         """``loop``'s repeats followed by ``follow``: written out iteration by iteration
         where the count is bounded (a free rest absorbs the iterations past ``lo``), or,
         unbounded before the end of the string, with every iteration one character and
         lookaheads around it (``((?!ab).)*``, ``(a(?!b))*``): the strings each of whose
         suffixes longer than the ending starts with such an iteration."""
         lo, hi = loop.lo, loop.hi
+        follow = ends.get(None) if list(ends) == [None] else None
         if hi is None and follow is _ANY_STAR:
             hi = lo
         if hi is not None:
@@ -443,24 +587,24 @@ class _Parser:
                     f"repeats holding lookaheads would be written out more than "
                     f"{MAX_LOOKAHEAD_UNROLL} times (the repeat at position {loop.pos} in "
                     f"regex {self.p!r})")
-            after = follow
+            after = ends
             for done in range(hi - 1, -1, -1):
-                step = alt(*(self.resolve(b, after) for b in loop.bodies))
-                after = alt(follow, step) if done >= lo else step
+                step = [x for b in loop.bodies for x in self.flow(b, after).items()]
+                after = _joined([*ends.items(), *step] if done >= lo else step)
             return after
-        endings = _ENDINGS.get(id(follow))
+        endings = None if follow is None else _ENDINGS.get(id(follow))
         if endings is None:
-            self.unsupported_at("lookahead inside an unbounded repeat that does not end the "
+            self.unsupported_at("lookaround inside an unbounded repeat that does not end the "
                                 "pattern", loop.pos)
-            return NOTHING
+            return {None: NOTHING}
         starts: list[Expr] = []
         for b in _alternatives(loop.bodies):
             at = [i for i, x in enumerate(b) if not isinstance(x, _Look)]
             char = b[at[0]] if len(at) == 1 else None
             if not isinstance(char, Chars):
-                self.unsupported_at("lookahead inside an unbounded repeat of more than "
+                self.unsupported_at("lookaround inside an unbounded repeat of more than "
                                     "one character and its lookaheads", loop.pos)
-                return NOTHING
+                return {None: NOTHING}
             # Lookaheads before the character see the suffix from it, those after it
             # the suffix past it.
             seen_from = [self.look_condition(x) for x in b[:at[0]] if isinstance(x, _Look)]
@@ -469,9 +613,9 @@ class _Parser:
         # The iterations start at every position before the ending: every suffix longer
         # than the ending starts with an iteration.
         not_a_start = complement(alt(*starts))
-        return alt(*(intersect(seq(repeat(ANY_CHAR, lo, None), ending), complement(seq(
+        return {None: alt(*(intersect(seq(repeat(ANY_CHAR, lo, None), ending), complement(seq(
             _ANY_STAR, intersect(repeat(ANY_CHAR, len(ending.items) + 1, None), not_a_start))))
-            for ending in endings))
+            for ending in endings))}
 
     # -- combining pieces ------------------------------------------------------------
     def concat(self, items: list[_Item]) -> list[_Part]:
@@ -512,8 +656,16 @@ class _Parser:
             # Zero-width: it consumes nothing and constrains what follows it, so it is
             # resolved once the pattern after it is known. A "^" inside pins it to the start.
             starts = [v.spos for v in parts if v.start]
-            return "look", [_Part(bool(starts), False, True, [_Look(parts, f.negative)],
+            return "look", [_Part(bool(starts), False, True, [_Look(parts, f.negative, f.start)],
                                   min(starts, default=-1), lazy=True)]
+        if f.kind == "lookbehind":
+            ranges = _one_character(parts)
+            if ranges is None:
+                self.unsupported_at("lookbehind of more than one character", f.start)
+                return "look", _plain(EMPTY)
+            behind = (_Behind(chars(ranges, negate=True).ranges, True) if f.negative
+                      else _Behind(ranges, False))
+            return "look", [_Part(False, False, True, [behind], lazy=True)]
         return "group", parts
 
     def repeat(self, parts: list[_Part], lo: int, hi: int | None, pos: int) -> list[_Part]:
@@ -599,8 +751,12 @@ class _Parser:
         if c in "AZ":
             self.anchor(c == "A", i, items)  # \\Z is the end only, in both dialects
         elif c in "bB":
-            self.unsupported_at("word boundary \\" + c, i)
-            items.append(("anchor", _plain(EMPTY)))
+            if self.ecma is not None and not self.flags & (_A | _U):
+                # ECMA's \w is ASCII, Python's Unicode: their boundaries differ.
+                self.unsupported_at("word boundary \\" + c + " read in two dialects", i)
+                items.append(("anchor", _plain(EMPTY)))
+            else:
+                items.append(("anchor", [self.word_boundary(c == "b")]))
         elif c in "dDwWsS":
             cat = self.category(c.lower(), as_is=c.islower())
             items.append(("atom", _plain(chars(cat, negate=c.isupper()))))
@@ -795,17 +951,14 @@ class _Parser:
                     raise self.err("unexpected end of pattern", j)
                 if other not in ("=", "!"):
                     raise self.err("unknown extension ?<" + other, i + 1)
-            if tok == "<":
-                self.unsupported_at("lookbehind", i)
-                kind = "look"
-            else:
-                # Its body is checked (positive) or excluded (negative) where the pattern
-                # is: a negative one reads its classes on the other side of the dialects.
-                stack.append(_Frame("lookahead", i, self.flags, negative=tok == "!",
-                                    outer_ecma=self.ecma))
-                if tok == "!" and self.ecma is not None:
-                    self.ecma = "around" if self.ecma == "within" else "within"
-                return j
+            # Its body is checked (positive) or excluded (negative) where the pattern is:
+            # a negative one reads its classes on the other side of the dialects.
+            negative = (other if tok == "<" else tok) == "!"
+            stack.append(_Frame("lookbehind" if tok == "<" else "lookahead", i, self.flags,
+                                negative=negative, outer_ecma=self.ecma))
+            if negative and self.ecma is not None:
+                self.ecma = "around" if self.ecma == "within" else "within"
+            return j
         elif tok == "(":
             j = self.condition(j)
             self.unsupported_at("conditional group (?(...)...)", i)

@@ -594,6 +594,10 @@ DIALECT_CASES = [
     ("^(?!pattern$).*$", "pattern", False),
     ("^(?!pattern$).*$", "patterns", True),
     ("x(?=\\w)", "x\u00e9", False),
+    ("^.(?<!\\d)$", "\u0663", True),  # lookbehinds of one character, read the same way
+    ("^.(?<=\\d)$", "\u0663", False),
+    ("^.(?<=\\d)$", "3", True),
+    ("^a.(?<!\\s)", "a\u00a0", False),
 ]
 
 

@@ -99,16 +99,16 @@ def test_malformed_wins_over_unsupported() -> None:
 # Well-formed but unsupported: typed error naming the construct and its exact position.
 
 UNSUPPORTED = [
-    (r"ab\b", "word boundary", 2),
-    (r"\Bx", "word boundary", 0),
     (r"(a)\1", "backreference", 3),
     (r"(a)(b)x\2", "backreference", 7),
     ("(?P<n>a)b(?P=n)", "backreference", 9),
-    ("(?:(?!a)b)+c", "lookahead inside an unbounded repeat that does not end", 10),
+    ("(?<=ab)c", "lookbehind of more than one character", 0),
+    ("x(?<!bc)", "lookbehind of more than one character", 1),
+    ("(?=(?<=a)).", "lookbehind inside a lookahead", 0),
+    ("(?:(?<!a).)*", "lookaround inside an unbounded repeat of more than one character", 11),
+    ("(?:(?!a)b)+c", "lookaround inside an unbounded repeat that does not end", 10),
     ("(?:(?=a)ab)*", "more than one character and its lookaheads", 11),
     ("(?:(?=a)a$)*", "lookahead inside a repeat with an anchor", 11),
-    ("(?<=a)b", "lookbehind", 0),
-    ("x(?<!a)b", "lookbehind", 1),
     ("(a)(?(1)b|c)", "conditional", 3),
     ("(?P<g>a)?(?(g)b)", "conditional", 9),
     ("ab(?>c)", "atomic", 2),
@@ -496,11 +496,17 @@ def _lookahead(negative: bool, body: Gen) -> Gen:
     return Gen(f"(?{'!' if negative else '='}{body.pattern})", st.just(""))
 
 
+def _lookbehind(negative: bool, char: str) -> Gen:
+    return Gen(f"(?<{'!' if negative else '='}{re.escape(char)})", st.just(""))
+
+
 def _extend_with_lookaheads(inner: st.SearchStrategy[Gen]) -> st.SearchStrategy[Gen]:
     return st.one_of(
         _extend(inner),
         st.builds(_lookahead, st.booleans(), inner),
         st.builds(_lookahead, st.booleans(), inner.map(lambda g: Gen(g.pattern + "$", g.sample))),
+        st.builds(_lookbehind, st.booleans(), st.sampled_from(CHARS)),
+        st.sampled_from([r"\b", r"\B"]).map(lambda b: Gen(b, st.just(""))),
     )
 
 
@@ -510,8 +516,8 @@ LOOKAHEAD_REGEX = st.recursive(_atom, _extend_with_lookaheads, max_leaves=8)
 def _accepts_or_reject(pattern: str, text: str, **kwargs: bool) -> bool:
     try:
         return accepts(pattern, text, **kwargs)
-    except UnsupportedRegexError as e:  # a lookahead in an unbounded repeat, say
-        assert "lookahead" in e.construct, e
+    except UnsupportedRegexError as e:  # a lookaround in an unbounded repeat, say
+        assert "look" in e.construct, e
         reject()
         raise AssertionError("unreachable") from None
 
@@ -521,7 +527,8 @@ def _accepts_or_reject(pattern: str, text: str, **kwargs: bool) -> bool:
 @given(LOOKAHEAD_REGEX, LOOKAHEAD_REGEX, st.data())
 def test_property_lookaheads_fullmatch(gen: Gen, after: Gen, data: st.DataObject) -> None:
     """Lookaheads anywhere (inside groups, alternatives and repeats, nested, with "$"),
-    each checked against the whole rest of the string, exactly as ``re`` does."""
+    each checked against the whole rest of the string, and lookbehinds of one character
+    and word boundaries, exactly as ``re`` does."""
     pattern = gen.pattern + after.pattern
     text = data.draw(st.one_of(TEXT, st.tuples(gen.sample, after.sample).map("".join)))
     assert _accepts_or_reject(pattern, text) == re_fullmatch(pattern, text)
@@ -561,6 +568,34 @@ def test_property_accepts_exactly_what_re_accepts(pattern: str) -> None:
         assert e.position == position or dangling, pattern
     except UnsupportedRegexError:
         assert valid, pattern
+
+
+LOOKBEHIND_PATTERNS = [
+    "a(?<=a)b", "(?<!a)b", ".(?<=[ab])c", r"\bab\b", r"a\b.", r"\w+\b.*", r"x\B.",
+    "(?<=a|b)c", ".*(?<!a)", "(?<!x)(?=a)..", r"\b", r"a?\b", "(?:(?<!a).){1,3}",
+    r"(?:\b.){0,4}", "(?<=a)(?<!b).", r"(?:a|\b)b",
+]
+
+
+@pytest.mark.parametrize("pattern", LOOKBEHIND_PATTERNS)
+def test_lookbehinds_and_word_boundaries_exhaustively(pattern: str) -> None:
+    """Lookbehinds of one character and ``\\b``/``\\B``, over every string of up to four
+    characters with a space among them, full match and search, against ``re``."""
+    import itertools
+
+    full = _automaton(pattern)
+    searched = _automaton(pattern, search=True)
+    python = re.compile(pattern, re.ASCII)
+    for n in range(5):
+        for chars in itertools.product("abx y", repeat=n):
+            text = "".join(chars)
+            assert full.matches(text.encode()) == bool(python.fullmatch(text)), text
+            assert searched.matches(text.encode()) == bool(python.search(text)), text
+
+
+def test_word_boundary_is_unicode_with_unicode_classes() -> None:
+    assert accepts(r"\w\b.", "é!", unicode=True) and not accepts(r"\w\b.", "éa", unicode=True)
+    assert accepts(r"a\b.", "aé") and not accepts(r"a\b.", "aé", unicode=True)  # ASCII \w
 
 
 LOOKAHEAD_PATTERNS = [
