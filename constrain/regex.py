@@ -38,9 +38,15 @@ what users write) and returns an :data:`~constrain.grammar.Expr` for the strings
   (``((?!a).)*b``) UnsupportedRegexError. A negative lookahead reads its classes on the
   other side of the dialects (``ecma=``), and under ``"around"`` a ``$`` is also Python's
   "before a final newline", so lookaheads see that newline too.
-- **Unsupported** (UnsupportedRegexError with the construct's 0-based position): ``\\b \\B``,
-  backreferences, lookbehind, conditionals, atomic groups, possessive quantifiers (they
-  change the language) and ``(?t)``.
+- **Lookbehinds of one character** (``(?<=[a-z])``, ``(?<!-)``) and **word boundaries**
+  (``\\b``, ``\\B``, with the ``\\w`` of the flags in force; ``\\B`` never matches in an
+  empty string before Python 3.14, as in ``re``) are exact too: each is a requirement on
+  the character before its position, met by the element to its left (or by the start of
+  the string). Longer lookbehinds, lookbehinds inside lookaheads, and word boundaries read
+  in both dialects (``ecma=``, where ``\\w`` differs) raise UnsupportedRegexError.
+- **Unsupported** (UnsupportedRegexError with the construct's 0-based position): the
+  lookarounds above, backreferences, conditionals, atomic groups, possessive quantifiers
+  (they change the language) and ``(?t)``.
 - **Errors.** Malformed input raises RegexSyntaxError with ``re``'s message and position
   (except a bad range, reported at its first character), even if it also holds unsupported
   constructs. Counts above :data:`MAX_REPEAT_COUNT` raise ResourceLimitError: valid, but
