@@ -42,8 +42,9 @@ what users write) and returns an :data:`~constrain.grammar.Expr` for the strings
   (``\\b``, ``\\B``, with the ``\\w`` of the flags in force; ``\\B`` never matches in an
   empty string before Python 3.14, as in ``re``) are exact too: each is a requirement on
   the character before its position, met by the element to its left (or by the start of
-  the string). Longer lookbehinds, lookbehinds inside lookaheads, and word boundaries read
-  in both dialects (``ecma=``, where ``\\w`` differs) raise UnsupportedRegexError.
+  the string). Under ``ecma=`` a word boundary holds in both dialects (``"within"``) or
+  in either (``"around"``): ECMA's ``\\w`` is ASCII. Longer lookbehinds and lookbehinds
+  inside lookaheads raise UnsupportedRegexError.
 - **Unsupported** (UnsupportedRegexError with the construct's 0-based position): the
   lookarounds above, backreferences, conditionals, atomic groups, possessive quantifiers
   (they change the language) and ``(?t)``.
@@ -115,6 +116,7 @@ _SIMPLE_ESCAPES = {"a": 7, "f": 12, "n": 10, "r": 13, "t": 9, "v": 11, "\\": 92}
 _DOT = chars([(10, 10)], negate=True)
 _ECMA_DOT = chars(ECMA_LINE_TERMINATORS, negate=True)  # within both dialects' "."
 _ANY_STAR = star(ANY_CHAR)
+_EVERYTHING: Ranges = ANY_CHAR.ranges
 _B_MATCHES_EMPTY = sys.version_info >= (3, 14)  # re's \B in an empty string, from 3.14
 _NEWLINE = Chars(((10, 10),))
 _FINAL_NEWLINE = alt(EMPTY, _NEWLINE)  # after Python's "$": nothing, or one newline
@@ -313,6 +315,10 @@ def _consumed(expr: Expr, before: _Before, out: Expr) -> Iterable[tuple[_Before,
         yield before, out
 
 
+def _minus(ranges: Ranges, removed: Ranges) -> Ranges:
+    return intersect_ranges(ranges, chars(removed, negate=True).ranges)
+
+
 def _one_character(parts: list[_Part]) -> Ranges | None:
     """The code points of a lookbehind's body when it is one character, else ``None``."""
     if len(parts) != 1 or parts[0].start or parts[0].end or parts[0].lazy:
@@ -488,20 +494,46 @@ class _Parser:
                                        newline)]))
 
     def word_boundary(self, between: bool) -> _Part:
-        """``\\b`` (``between``: a word character on exactly one side) or ``\\B``."""
-        word = category("w", self.unicode())
-        other = chars(word, negate=True).ranges
-        after_word, after_other = _Behind(word, False), _Behind(other, True)
-        ahead = [_Part(False, False, False, [Chars(word)])]
-        word_next, other_next = _Look(ahead, False), _Look(ahead, True)
-        if between:
-            bodies: list[list[_Element]] = [[after_word, other_next], [after_other, word_next]]
-        elif _B_MATCHES_EMPTY:
-            bodies = [[after_word, word_next], [after_other, other_next]]
-        else:  # re before 3.14: \B never matches in an empty string
-            bodies = [[after_word, word_next], [_Behind(other, False), other_next],
-                      [_Behind((), True), _Look([_Part(False, False, False, [Chars(other)])],
-                                                False)]]
+        """``\\b`` (``between``: a word character on exactly one side) or ``\\B``.
+
+        Under ``ecma`` (and neither ``(?a)`` nor ``(?u)``) ECMA's ``\\w`` is ASCII and
+        Python's Unicode: the boundary must hold in both dialects (``"within"``) or in
+        either (``"around"``). The characters fall into classes that each dialect treats
+        alike; each pair of them (or the start, or the end) either is a boundary or not."""
+        if self.ecma is None or self.flags & (_A | _U):
+            words = [category("w", self.unicode())]  # Python's
+        else:
+            words = [category_bound("w", widest=True), category_bound("w", widest=False)]
+        every = self.ecma != "around"
+        union = normalize_ranges(r for w in words for r in w)
+        common = words[0] if len(words) == 1 else intersect_ranges(words[0], words[1])
+        classes = [c for c in (common, _minus(union, common), _minus(_EVERYTHING, union)) if c]
+
+        def holds(before: Ranges | None, after: Ranges | None) -> bool:
+            verdicts = []
+            for d, word in enumerate(words):
+                edge = before is None and after is None  # the empty string
+                prev = before is not None and bool(intersect_ranges(before, word))
+                nxt = after is not None and bool(intersect_ranges(after, word))
+                if between:
+                    verdicts.append(prev != nxt)
+                else:  # d == 0 is Python's reading: \B in an empty string before 3.14
+                    verdicts.append(prev == nxt and not (edge and d == 0 and not _B_MATCHES_EMPTY))
+            return all(verdicts) if every else any(verdicts)
+
+        bodies: list[list[_Element]] = []
+        for before in [None, *classes]:  # None: the start of the string
+            ahead = normalize_ranges(r for c in classes if holds(before, c) for r in c)
+            at_end = holds(before, None)
+            if not ahead and not at_end:
+                continue
+            body: list[_Element] = [_Behind((), True) if before is None else _Behind(before, False)]
+            if at_end and ahead != _EVERYTHING:
+                body.append(_Look([_Part(False, False, False, [Chars(_minus(_EVERYTHING, ahead))])],
+                                  True))  # nothing but those characters, or the end
+            elif not at_end:
+                body.append(_Look([_Part(False, False, False, [Chars(ahead)])], False))
+            bodies.append(body)
         return _Part(False, False, True, [_Choice(bodies)], lazy=True)
 
     # -- lookarounds -----------------------------------------------------------------
@@ -757,12 +789,7 @@ class _Parser:
         if c in "AZ":
             self.anchor(c == "A", i, items)  # \\Z is the end only, in both dialects
         elif c in "bB":
-            if self.ecma is not None and not self.flags & (_A | _U):
-                # ECMA's \w is ASCII, Python's Unicode: their boundaries differ.
-                self.unsupported_at("word boundary \\" + c + " read in two dialects", i)
-                items.append(("anchor", _plain(EMPTY)))
-            else:
-                items.append(("anchor", [self.word_boundary(c == "b")]))
+            items.append(("anchor", [self.word_boundary(c == "b")]))
         elif c in "dDwWsS":
             cat = self.category(c.lower(), as_is=c.islower())
             items.append(("atom", _plain(chars(cat, negate=c.isupper()))))

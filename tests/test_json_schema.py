@@ -598,6 +598,13 @@ DIALECT_CASES = [
     ("^.(?<=\\d)$", "\u0663", False),
     ("^.(?<=\\d)$", "3", True),
     ("^a.(?<!\\s)", "a\u00a0", False),
+    ("^a\\b", "a\u00e9", True),  # word boundaries: ECMA's \\w is ASCII, Python's Unicode
+    ("^a\\b", "a", True),
+    ("^a\\b", "ab", False),
+    ("^\u00e9\\b", "\u00e9", False),
+    ("^a\\B", "a\u00e9", False),
+    ("x\\B", "xy", True),
+    ("^\\B$", "", True),
 ]
 
 
