@@ -723,17 +723,19 @@ class _Parser:
         if lazy:
             self.unsupported_at("lookahead inside a repeat with an anchor", pos)
             return _plain(EMPTY)
-        if self.end_in_repeats and lo <= 1 and not any(v.start for v in parts):
+        if self.end_in_repeats and not any(v.start for v in parts) and (
+                lo <= 1 or not any(_nullable(seq(*v.body)) for v in parts)):  # type: ignore[arg-type]
             return self.repeat_to_end(parts, lo, hi)
         pos = min(x for v in parts for x in (v.spos, v.epos) if x >= 0)  # some anchor's
         self.unsupported_at("anchor inside a repeat", pos)
         return _plain(EMPTY)
 
     def repeat_to_end(self, parts: list[_Part], lo: int, hi: int | None) -> list[_Part]:
-        """``(N|E){lo,hi}`` with ``lo <= 1``, where the ``E`` parts end in ``$`` (ECMA: the
-        end of the string) and the ``N`` parts hold no anchor: either iterations of ``N``
-        only, or up to ``hi - 1`` of them and then one ``E``, after which nothing may be
-        consumed; the remaining iterations are left out (``lo <= 1`` needs none)."""
+        """``(N|E){lo,hi}``, where the ``E`` parts end in ``$`` (ECMA: the end of the
+        string) and the ``N`` parts hold no anchor: either iterations of ``N`` only, or
+        ``lo - 1`` to ``hi - 1`` of them and then one ``E``, after which nothing may be
+        consumed. With ``lo > 1`` no part may match the empty string (the caller checks),
+        so no iteration past the ``E`` could count towards ``lo``."""
         plain = [v for v in parts if not v.end]
         ends = [v for v in parts if v.end]
         out: list[_Part] = []
@@ -743,9 +745,11 @@ class _Parser:
             empty = all(v.empty for v in plain)
             out.append(_Part(False, False, empty, [] if empty else [repeat(item, lo, hi)]))
             if not empty:
-                before = [repeat(item, 0, None if hi is None else hi - 1)]
+                before = [repeat(item, max(lo - 1, 0), None if hi is None else hi - 1)]
         elif lo == 0:
             out.append(_Part(False, False, True, []))
+        elif lo > 1:
+            return _plain(NOTHING)
         for e in ends:
             out.append(_Part(False, True, e.empty and not before, [*before, *e.body],
                              -1, e.epos))

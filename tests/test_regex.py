@@ -620,3 +620,24 @@ def test_lookaheads_exhaustively(pattern: str) -> None:
             text = "".join(chars)
             assert full.matches(text.encode()) == bool(python.fullmatch(text)), text
             assert searched.matches(text.encode()) == bool(python.search(text)), text
+
+
+@pytest.mark.parametrize("pattern", [
+    r"^(a+(,|$)){3,}$", r"^(a(,|$)){2,3}$", r"(b(a|$)){2}", r"^(ab|b$){3,5}", r"(a($|b))*",
+])
+def test_end_anchor_in_counted_repeats(pattern: str) -> None:
+    """``$`` inside a repeat (``end_in_repeats``) with any count, where no iteration can
+    match the empty string: every string of up to seven characters, against ``re``."""
+    import itertools
+
+    searched = Automaton(Grammar.single(parse_regex(pattern, search=True, end_in_repeats=True)))
+    python = re.compile(pattern.replace("$", r"\Z"))
+    for n in range(8):
+        for chars in itertools.product("ab,", repeat=n):
+            text = "".join(chars)
+            assert searched.matches(text.encode()) == bool(python.search(text)), text
+
+
+def test_end_anchor_in_repeat_that_may_match_empty_is_refused() -> None:
+    with pytest.raises(UnsupportedRegexError, match="anchor inside a repeat"):
+        parse_regex("(a?$|b){2}", search=True, end_in_repeats=True)
