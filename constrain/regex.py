@@ -7,10 +7,13 @@ what users write) and returns an :data:`~constrain.grammar.Expr` for the strings
 - **Anchors.** ``^``/``\\A`` are accepted only where nothing can precede them (start of the
   pattern, of a top-level alternative or of a leading group: ``^a$|^b$``, ``(^a|b)c``), and
   ``$``/``\\Z`` only where nothing can follow them; there they are removed. ``$`` is the end
-  of the string (ECMA), never "before a final newline" as in ``re``. Anchors elsewhere, in a
-  repeat other than ``?``, or under ``(?m)`` in search mode raise UnsupportedRegexError;
-  with ``end_in_repeats=True`` an end anchor may also sit in a ``*``/``+`` repeat
-  (``^(\\w+($|/))*$``). With ``$`` inside a repeat, ``re``'s language is no longer
+  of the string (ECMA), never "before a final newline" as in ``re`` (except where the
+  language must contain Python's, see ``ecma``). A ``^`` may also sit in a repeat whose
+  first iteration nothing precedes (``((^|-)\\w)*``, ``(?:^[*]|\\w)+``); with
+  ``end_in_repeats=True`` a ``$`` may too (``^(\\w+($|/))*$``, ``^([^,]+(,|$)){3,}$``);
+  for counts above one, only where no iteration can match the empty string. Anchors
+  elsewhere, or under ``(?m)`` in search mode raise UnsupportedRegexError. With ``$``
+  inside a repeat, ``re``'s language is no longer
   ours plus a final newline (a later iteration may consume that newline), so callers that
   need a superset of ``re``'s language (a complemented pattern) leave it off.
 - **Search mode** (``search=True``, JSON Schema ``pattern``): strings *containing* a match.
@@ -723,9 +726,11 @@ class _Parser:
         if lazy:
             self.unsupported_at("lookahead inside a repeat with an anchor", pos)
             return _plain(EMPTY)
-        if self.end_in_repeats and not any(v.start for v in parts) and (
-                lo <= 1 or not any(_nullable(seq(*v.body)) for v in parts)):  # type: ignore[arg-type]
+        counted = lo <= 1 or not any(_nullable(seq(*v.body)) for v in parts)  # type: ignore[arg-type]
+        if self.end_in_repeats and not any(v.start for v in parts) and counted:
             return self.repeat_to_end(parts, lo, hi)
+        if not any(v.end for v in parts) and counted:
+            return self.repeat_from_start(parts, lo, hi)
         pos = min(x for v in parts for x in (v.spos, v.epos) if x >= 0)  # some anchor's
         self.unsupported_at("anchor inside a repeat", pos)
         return _plain(EMPTY)
@@ -753,6 +758,29 @@ class _Parser:
         for e in ends:
             out.append(_Part(False, True, e.empty and not before, [*before, *e.body],
                              -1, e.epos))
+        return _merge(out)
+
+    def repeat_from_start(self, parts: list[_Part], lo: int, hi: int | None) -> list[_Part]:
+        """``(S|N){lo,hi}``, where the ``S`` parts start with ``^`` and the ``N`` parts hold
+        no anchor: either iterations of ``N`` only, or one ``S`` (only where nothing comes
+        before the repeat, which :meth:`concat` checks) then ``lo - 1`` to ``hi - 1`` of
+        ``N``. With ``lo > 1`` no part may match the empty string (the caller checks)."""
+        plain = [v for v in parts if not v.start]
+        starts = [v for v in parts if v.start]
+        out: list[_Part] = []
+        after: list[Expr] = []
+        if plain:
+            item = alt(*(v.expr() for v in plain))
+            empty = all(v.empty for v in plain)
+            out.append(_Part(False, False, empty, [] if empty else [repeat(item, lo, hi)]))
+            if not empty:
+                after = [repeat(item, max(lo - 1, 0), None if hi is None else hi - 1)]
+        elif lo == 0:
+            out.append(_Part(False, False, True, []))
+        elif lo > 1:
+            return _plain(NOTHING)
+        for s in starts:
+            out.append(_Part(True, False, s.empty and not after, [*s.body, *after], s.spos))
         return _merge(out)
 
     # -- atoms -----------------------------------------------------------------------

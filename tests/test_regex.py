@@ -121,7 +121,8 @@ UNSUPPORTED = [
     (r"a\A", "anchor ^", 1),
     ("(?:a|b$)c", "anchor $", 6),
     ("a(^b|c)", "anchor ^", 2),
-    ("(^a)*", "anchor inside a repeat", 1),
+    ("(^a?|b){2}", "anchor inside a repeat", 1),
+    ("(^a|b$)*", "anchor inside a repeat", 1),
     ("(a$){2}", "anchor inside a repeat", 2),
     ("(?m)^a", "multiline", 4),
 ]
@@ -635,6 +636,23 @@ def test_end_anchor_in_counted_repeats(pattern: str) -> None:
     for n in range(8):
         for chars in itertools.product("ab,", repeat=n):
             text = "".join(chars)
+            assert searched.matches(text.encode()) == bool(python.search(text)), text
+
+
+@pytest.mark.parametrize("pattern", [
+    r"(^a|b)*", r"(^a|b)+c", r"(?:^a|b){2,3}", r"(?:^a){2}", r"(?:(?:^[*]|a)\.)*b",
+])
+def test_start_anchor_in_repeats(pattern: str) -> None:
+    """``^`` inside a repeat: only its first iteration, where nothing precedes the repeat.
+    Every string of up to six characters, full match and search, against ``re``."""
+    import itertools
+
+    full, searched = _automaton(pattern), _automaton(pattern, search=True)
+    python = re.compile(pattern)
+    for n in range(7):
+        for chars in itertools.product("ab*.c", repeat=n):
+            text = "".join(chars)
+            assert full.matches(text.encode()) == bool(python.fullmatch(text)), text
             assert searched.matches(text.encode()) == bool(python.search(text)), text
 
 
