@@ -396,16 +396,22 @@ def _cyclic_multiples(m: int, dotted: bool) -> Expr:
     return star(edges[(0, 0)]) if (0, 0) in edges else EMPTY
 
 
+def _residue_steps(m: int) -> list[list[tuple[Expr, int]]]:
+    """Per residue modulo ``m``: the digit classes that lead to each next residue."""
+    steps = []
+    for r in range(m):
+        step: dict[int, list[int]] = {}
+        for digit in range(10):
+            step.setdefault((10 * r + digit) % m, []).append(digit)
+        steps.append(_classes_by_target(step))
+    return steps
+
+
 def _residue_multiples(m: int, dotted: bool) -> Expr:
     """Digit strings whose value is a multiple of ``m``, as the residue automaton itself:
     one :class:`~constrain.grammar.Lazy` node per residue, built when matching first
     reaches it (``m`` nodes, where eliminating its states grows too fast past 9)."""
-    steps = []
-    for r in range(m):
-        step: dict[int, list[int]] = {}
-        for d in range(10):
-            step.setdefault((10 * r + d) % m, []).append(d)
-        steps.append(_classes_by_target(step))
+    steps = _residue_steps(m)
     nodes: dict[int, Lazy] = {}
 
     def node(r: int) -> Lazy:
@@ -429,12 +435,7 @@ def _residue_multiples(m: int, dotted: bool) -> Expr:
 def _bounded_multiples(m: int, max_digits: int, dotted: bool) -> Expr:
     """Digit strings of at most ``max_digits`` digits whose value is a multiple of ``m``:
     one node per (digits left, residue), so each derivative is the next node."""
-    steps = []
-    for r in range(m):
-        step: dict[int, list[int]] = {}
-        for d in range(10):
-            step.setdefault((10 * r + d) % m, []).append(d)
-        steps.append(_classes_by_target(step))
+    steps = _residue_steps(m)
     layer: dict[int, Expr] = {0: EMPTY}  # j = 0 digits left
     for _ in range(max_digits):
         nxt: dict[int, Expr] = {}

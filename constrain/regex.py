@@ -728,59 +728,39 @@ class _Parser:
             return _plain(EMPTY)
         counted = lo <= 1 or not any(_nullable(seq(*v.body)) for v in parts)  # type: ignore[arg-type]
         if self.end_in_repeats and not any(v.start for v in parts) and counted:
-            return self.repeat_to_end(parts, lo, hi)
+            return self.repeat_anchored(parts, lo, hi, at_end=True)
         if not any(v.end for v in parts) and counted:
-            return self.repeat_from_start(parts, lo, hi)
+            return self.repeat_anchored(parts, lo, hi, at_end=False)
         pos = min(x for v in parts for x in (v.spos, v.epos) if x >= 0)  # some anchor's
         self.unsupported_at("anchor inside a repeat", pos)
         return _plain(EMPTY)
 
-    def repeat_to_end(self, parts: list[_Part], lo: int, hi: int | None) -> list[_Part]:
-        """``(N|E){lo,hi}``, where the ``E`` parts end in ``$`` (ECMA: the end of the
-        string) and the ``N`` parts hold no anchor: either iterations of ``N`` only, or
-        ``lo - 1`` to ``hi - 1`` of them and then one ``E``, after which nothing may be
-        consumed. With ``lo > 1`` no part may match the empty string (the caller checks),
-        so no iteration past the ``E`` could count towards ``lo``."""
-        plain = [v for v in parts if not v.end]
-        ends = [v for v in parts if v.end]
+    def repeat_anchored(self, parts: list[_Part], lo: int, hi: int | None,
+                        at_end: bool) -> list[_Part]:
+        """``(N|A){lo,hi}``, where the ``N`` parts hold no anchor and the ``A`` parts end in
+        ``$`` (``at_end``; ECMA: the end of the string) or start with ``^`` (only where
+        nothing comes before the repeat, which :meth:`concat` checks): either iterations
+        of ``N`` only, or one ``A`` as the last (first) iteration with ``lo - 1`` to
+        ``hi - 1`` of ``N`` before (after) it. With ``lo > 1`` no part may match the empty
+        string (the caller checks), so no iteration past the anchor could count."""
+        plain = [v for v in parts if not (v.end if at_end else v.start)]
+        anchored = [v for v in parts if (v.end if at_end else v.start)]
         out: list[_Part] = []
-        before: list[Expr] = []
+        others: list[Expr] = []
         if plain:
             item = alt(*(v.expr() for v in plain))
             empty = all(v.empty for v in plain)
             out.append(_Part(False, False, empty, [] if empty else [repeat(item, lo, hi)]))
             if not empty:
-                before = [repeat(item, max(lo - 1, 0), None if hi is None else hi - 1)]
+                others = [repeat(item, max(lo - 1, 0), None if hi is None else hi - 1)]
         elif lo == 0:
             out.append(_Part(False, False, True, []))
         elif lo > 1:
             return _plain(NOTHING)
-        for e in ends:
-            out.append(_Part(False, True, e.empty and not before, [*before, *e.body],
-                             -1, e.epos))
-        return _merge(out)
-
-    def repeat_from_start(self, parts: list[_Part], lo: int, hi: int | None) -> list[_Part]:
-        """``(S|N){lo,hi}``, where the ``S`` parts start with ``^`` and the ``N`` parts hold
-        no anchor: either iterations of ``N`` only, or one ``S`` (only where nothing comes
-        before the repeat, which :meth:`concat` checks) then ``lo - 1`` to ``hi - 1`` of
-        ``N``. With ``lo > 1`` no part may match the empty string (the caller checks)."""
-        plain = [v for v in parts if not v.start]
-        starts = [v for v in parts if v.start]
-        out: list[_Part] = []
-        after: list[Expr] = []
-        if plain:
-            item = alt(*(v.expr() for v in plain))
-            empty = all(v.empty for v in plain)
-            out.append(_Part(False, False, empty, [] if empty else [repeat(item, lo, hi)]))
-            if not empty:
-                after = [repeat(item, max(lo - 1, 0), None if hi is None else hi - 1)]
-        elif lo == 0:
-            out.append(_Part(False, False, True, []))
-        elif lo > 1:
-            return _plain(NOTHING)
-        for s in starts:
-            out.append(_Part(True, False, s.empty and not after, [*s.body, *after], s.spos))
+        for a in anchored:
+            body = [*others, *a.body] if at_end else [*a.body, *others]
+            out.append(_Part(not at_end, at_end, a.empty and not others, body,
+                             -1 if at_end else a.spos, a.epos if at_end else -1))
         return _merge(out)
 
     # -- atoms -----------------------------------------------------------------------

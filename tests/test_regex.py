@@ -571,6 +571,24 @@ def test_property_accepts_exactly_what_re_accepts(pattern: str) -> None:
         assert valid, pattern
 
 
+def _agrees_with_re_exhaustively(pattern: str, alphabet: str, longest: int,
+                                 python: re.Pattern[str], *, full: bool = True,
+                                 end_in_repeats: bool = False) -> None:
+    """Every string over ``alphabet`` of up to ``longest`` characters: the search (and,
+    with ``full``, the full-match) language against ``python``."""
+    import itertools
+
+    searched = Automaton(Grammar.single(parse_regex(pattern, search=True,
+                                                    end_in_repeats=end_in_repeats)))
+    whole = _automaton(pattern) if full else None
+    for n in range(longest + 1):
+        for chars in itertools.product(alphabet, repeat=n):
+            text = "".join(chars)
+            if whole is not None:
+                assert whole.matches(text.encode()) == bool(python.fullmatch(text)), text
+            assert searched.matches(text.encode()) == bool(python.search(text)), text
+
+
 LOOKBEHIND_PATTERNS = [
     "a(?<=a)b", "(?<!a)b", ".(?<=[ab])c", r"\bab\b", r"a\b.", r"\w+\b.*", r"x\B.",
     "(?<=a|b)c", ".*(?<!a)", "(?<!x)(?=a)..", r"\b", r"a?\b", "(?:(?<!a).){1,3}",
@@ -582,16 +600,7 @@ LOOKBEHIND_PATTERNS = [
 def test_lookbehinds_and_word_boundaries_exhaustively(pattern: str) -> None:
     """Lookbehinds of one character and ``\\b``/``\\B``, over every string of up to four
     characters with a space among them, full match and search, against ``re``."""
-    import itertools
-
-    full = _automaton(pattern)
-    searched = _automaton(pattern, search=True)
-    python = re.compile(pattern, re.ASCII)
-    for n in range(5):
-        for chars in itertools.product("abx y", repeat=n):
-            text = "".join(chars)
-            assert full.matches(text.encode()) == bool(python.fullmatch(text)), text
-            assert searched.matches(text.encode()) == bool(python.search(text)), text
+    _agrees_with_re_exhaustively(pattern, "abx y", 4, re.compile(pattern, re.ASCII))
 
 
 def test_word_boundary_is_unicode_with_unicode_classes() -> None:
@@ -611,16 +620,7 @@ LOOKAHEAD_PATTERNS = [
 def test_lookaheads_exhaustively(pattern: str) -> None:
     """Every string of up to five characters over a small alphabet, full match and
     search, against ``re``."""
-    import itertools
-
-    full = _automaton(pattern)
-    searched = _automaton(pattern, search=True)
-    python = re.compile(pattern.replace("$", r"\Z"))
-    for n in range(6):
-        for chars in itertools.product("abcxy", repeat=n):
-            text = "".join(chars)
-            assert full.matches(text.encode()) == bool(python.fullmatch(text)), text
-            assert searched.matches(text.encode()) == bool(python.search(text)), text
+    _agrees_with_re_exhaustively(pattern, "abcxy", 5, re.compile(pattern.replace("$", r"\Z")))
 
 
 @pytest.mark.parametrize("pattern", [
@@ -629,14 +629,8 @@ def test_lookaheads_exhaustively(pattern: str) -> None:
 def test_end_anchor_in_counted_repeats(pattern: str) -> None:
     """``$`` inside a repeat (``end_in_repeats``) with any count, where no iteration can
     match the empty string: every string of up to seven characters, against ``re``."""
-    import itertools
-
-    searched = Automaton(Grammar.single(parse_regex(pattern, search=True, end_in_repeats=True)))
-    python = re.compile(pattern.replace("$", r"\Z"))
-    for n in range(8):
-        for chars in itertools.product("ab,", repeat=n):
-            text = "".join(chars)
-            assert searched.matches(text.encode()) == bool(python.search(text)), text
+    _agrees_with_re_exhaustively(pattern, "ab,", 7, re.compile(pattern.replace("$", r"\Z")),
+                                 full=False, end_in_repeats=True)
 
 
 @pytest.mark.parametrize("pattern", [
@@ -645,15 +639,7 @@ def test_end_anchor_in_counted_repeats(pattern: str) -> None:
 def test_start_anchor_in_repeats(pattern: str) -> None:
     """``^`` inside a repeat: only its first iteration, where nothing precedes the repeat.
     Every string of up to six characters, full match and search, against ``re``."""
-    import itertools
-
-    full, searched = _automaton(pattern), _automaton(pattern, search=True)
-    python = re.compile(pattern)
-    for n in range(7):
-        for chars in itertools.product("ab*.c", repeat=n):
-            text = "".join(chars)
-            assert full.matches(text.encode()) == bool(python.fullmatch(text)), text
-            assert searched.matches(text.encode()) == bool(python.search(text)), text
+    _agrees_with_re_exhaustively(pattern, "ab*.c", 6, re.compile(pattern))
 
 
 def test_end_anchor_in_repeat_that_may_match_empty_is_refused() -> None:
