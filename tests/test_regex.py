@@ -592,7 +592,7 @@ def _agrees_with_re_exhaustively(pattern: str, alphabet: str, longest: int,
 LOOKBEHIND_PATTERNS = [
     "a(?<=a)b", "(?<!a)b", ".(?<=[ab])c", r"\bab\b", r"a\b.", r"\w+\b.*", r"x\B.",
     "(?<=a|b)c", ".*(?<!a)", "(?<!x)(?=a)..", r"\b", r"a?\b", "(?:(?<!a).){1,3}",
-    r"(?:\b.){0,4}", "(?<=a)(?<!b).", r"(?:a|\b)b",
+    r"(?:\b.){0,4}", "(?<=a)(?<!b).", r"(?:a|\b)b", r"\B", r"a?\B", r"\B.?",
 ]
 
 
