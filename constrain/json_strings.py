@@ -46,6 +46,7 @@ from .grammar import (
     Bytes,
     Chars,
     Expr,
+    Lazy,
     Not,
     Ranges,
     Ref,
@@ -234,6 +235,15 @@ class StringEncoder:
         elif isinstance(decoded, Not):
             # The complement of a decoded set is taken within all encoded strings.
             result = intersect(self.content, complement(self.encode(decoded.item)))
+        elif isinstance(decoded, Lazy):
+            # A language that refers to itself (a regex repeat holding lookarounds): the
+            # encoded node is registered before its build runs, so the reference back to
+            # it finds it in the memo.
+            source = decoded
+            result = Lazy(("encoded", self.escapes, decoded.key),
+                          lambda: self.encode(source.build()), nullable=decoded.nullable,
+                          parts=tuple(self.encode(x) for x in decoded.parts),
+                          needs=tuple(self.encode(x) for x in decoded.needs))
         elif isinstance(decoded, (Bytes, Ref)):
             raise GrammarError(f"a decoded string language cannot contain {type(decoded).__name__}")
         else:  # pragma: no cover - Expr is a closed union

@@ -83,6 +83,7 @@ from .grammar import (
     And,
     Chars,
     Expr,
+    Lazy,
     Not,
     Ranges,
     Repeat,
@@ -286,7 +287,9 @@ def _nullable(expr: Expr) -> bool:
             memo[id(node)] = node.min == 0 or found[0]
         elif isinstance(node, Not):
             memo[id(node)] = not found[0]
-        else:  # characters and bytes (no references or lazy nodes in a regex)
+        elif isinstance(node, Lazy):  # a repeat holding lookarounds (Parser.looped)
+            memo[id(node)] = node.nullable
+        else:  # characters and bytes (no references in a regex)
             memo[id(node)] = False
     return memo[id(expr)]
 
@@ -334,6 +337,12 @@ def _one_character(parts: list[_Part]) -> Ranges | None:
     if not options or not all(isinstance(x, Chars) for x in options):
         return None
     return normalize_ranges(r for x in options for r in x.ranges)  # type: ignore[union-attr]
+
+
+def _single_character(body: list[_Element]) -> int | None:
+    """Where ``body``'s one character is, when it is one character and lookaheads."""
+    at = [i for i, x in enumerate(body) if not isinstance(x, _Look)]
+    return at[0] if len(at) == 1 and isinstance(body[at[0]], Chars) else None
 
 
 def _alternatives(bodies: list[list[_Element]]) -> list[list[_Element]]:
@@ -610,12 +619,43 @@ class _Parser:
         rest = self.look_language(look)
         return complement(rest) if look.negative else rest
 
+    def recursive_loop(self, loop: _Looped, follow: Expr) -> Expr:
+        """``loop``'s repeats then ``follow``, unbounded, as the language that refers to
+        itself: ``T = follow | (an iteration, then T)``, where each iteration's lookaheads
+        see ``T`` as the rest; a :class:`~constrain.grammar.Lazy` node, built when
+        matching reaches it (the loop's ``lo`` first iterations are written out)."""
+        # The iterations with ``follow`` for ``T``: the same structure, so whatever is
+        # refused is found now, not while matching; and what the node is made of.
+        trial = [self.flow(b, {None: follow}) for b in loop.bodies]
+        if any(before is not None for ends in trial for before in ends):
+            self.unsupported_at("lookbehind inside an unbounded repeat", loop.pos)
+            return NOTHING
+        parser = self
+
+        def build() -> Expr:
+            counted, parser.unrolled = parser.unrolled, -(1 << 62)  # checked by the trial
+            try:
+                iterations = [parser.flow(b, {None: rest}) for b in loop.bodies]
+                return alt(follow, *(ends[None] for ends in iterations if None in ends))
+            finally:
+                parser.unrolled = counted
+
+        rest = Lazy(("regex-loop", object()), build, nullable=_nullable(follow),
+                    parts=(follow, *(ends[None] for ends in trial if None in ends)),
+                    needs=(follow,))
+        after: _Ends = {None: rest}
+        self.unrolled += loop.lo
+        for _ in range(loop.lo):
+            after = _joined(x for b in loop.bodies for x in self.flow(b, after).items())
+        return after.get(None, NOTHING)
+
     def looped(self, loop: _Looped, ends: _Ends) -> _Ends:
-        """``loop``'s repeats followed by ``follow``: written out iteration by iteration
-        where the count is bounded (a free rest absorbs the iterations past ``lo``), or,
-        unbounded before the end of the string, with every iteration one character and
-        lookaheads around it (``((?!ab).)*``, ``(a(?!b))*``): the strings each of whose
-        suffixes longer than the ending starts with such an iteration."""
+        """``loop``'s repeats followed by ``ends``: written out iteration by iteration
+        where the count is bounded (a free rest absorbs the iterations past ``lo``);
+        unbounded before the end of the string with every iteration one character and
+        lookaheads around it (``((?!ab).)*``, ``(a(?!b))*``), the strings each of whose
+        suffixes longer than the ending starts with such an iteration; otherwise
+        :meth:`recursive_loop`."""
         lo, hi = loop.lo, loop.hi
         follow = ends.get(None) if list(ends) == [None] else None
         if hi is None and follow is _ANY_STAR:
@@ -633,24 +673,23 @@ class _Parser:
                 step = [x for b in loop.bodies for x in self.flow(b, after).items()]
                 after = _joined([*ends.items(), *step] if done >= lo else step)
             return after
-        endings = None if follow is None else _ENDINGS.get(id(follow))
-        if endings is None:
-            self.unsupported_at("lookaround inside an unbounded repeat that does not end the "
-                                "pattern", loop.pos)
+        if follow is None:  # a lookbehind after the repeat waits for its last character
+            self.unsupported_at("lookbehind after an unbounded repeat holding lookarounds",
+                                loop.pos)
             return {None: NOTHING}
+        endings = _ENDINGS.get(id(follow))
+        single = [_single_character(b) for b in _alternatives(loop.bodies)]
+        if endings is None or None in single:
+            return {None: self.recursive_loop(loop, follow)}
         starts: list[Expr] = []
-        for b in _alternatives(loop.bodies):
-            at = [i for i, x in enumerate(b) if not isinstance(x, _Look)]
-            char = b[at[0]] if len(at) == 1 else None
-            if not isinstance(char, Chars):
-                self.unsupported_at("lookaround inside an unbounded repeat of more than "
-                                    "one character and its lookaheads", loop.pos)
-                return {None: NOTHING}
+        for b, at in zip(_alternatives(loop.bodies), single):
+            assert at is not None
             # Lookaheads before the character see the suffix from it, those after it
             # the suffix past it.
-            seen_from = [self.look_condition(x) for x in b[:at[0]] if isinstance(x, _Look)]
-            seen_past = [self.look_condition(x) for x in b[at[0] + 1:] if isinstance(x, _Look)]
-            starts.append(intersect(seq(char, intersect(_ANY_STAR, *seen_past)), *seen_from))
+            seen_from = [self.look_condition(x) for x in b[:at] if isinstance(x, _Look)]
+            seen_past = [self.look_condition(x) for x in b[at + 1:] if isinstance(x, _Look)]
+            starts.append(intersect(seq(b[at], intersect(_ANY_STAR, *seen_past)),  # type: ignore[arg-type]
+                                    *seen_from))
         # The iterations start at every position before the ending: every suffix longer
         # than the ending starts with an iteration.
         not_a_start = complement(alt(*starts))

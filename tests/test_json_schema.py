@@ -1192,11 +1192,15 @@ _LOOKAHEAD_SCHEMAS = [
     {"not": {"type": "string", "pattern": "^(?=.*[A-Z])(?=.*\\d).{6,}$"}},
     {"oneOf": [{"type": "string", "pattern": "^(?!a)"}, {"type": "string", "maxLength": 2}]},
     {"type": "string", "pattern": "^((?!--).)*$", "maxLength": 6},
+    {"type": "string", "pattern": "^((?!--).)*-$"},  # lookarounds in a repeat: a self-reference
+    {"not": {"type": "string", "pattern": "^(?:(?=a)ab)*$"}},
+    {"type": "object", "propertyNames": {"pattern": "^(?:(?!__)[a-z_])+x$"}},
 ]
 _LOOKAHEAD_INSTANCES = [
     {"ab": 1, "x-y": "s"}, {"x-y": 3}, {"ab": "s"}, {"AB": 1}, {"_a": 1}, {"a_": 1},
     {"name": "admin"}, {"name": "bob"}, {"name": "admins"}, "Passw0rd", "password",
     "PASSWORD1", "aB1", "", "ab", "ba", "abc", "bcd", "a--b", "a-b-c", {}, 5,
+    "a-", "a--", "abab", "aba", {"a_x": 1}, {"a__x": 1},
 ]
 
 
