@@ -35,10 +35,12 @@ what users write) and returns an :data:`~constrain.grammar.Expr` for the strings
   resolved once the pattern after them is known, as an intersection with (or the
   complement of) their body followed by anything; inside groups, alternatives and bounded
   repeats (each iteration written out, at most :data:`MAX_LOOKAHEAD_UNROLL` in all, nested
-  ones multiplied: past it ResourceLimitError), and in an
-  unbounded repeat that ends the pattern whose iterations are one character with
-  lookaheads around it (``^((?!ab).)*$``: every suffix starts with such an iteration). Elsewhere
-  (``((?!a).)*b``) UnsupportedRegexError. A negative lookahead reads its classes on the
+  ones multiplied: past it ResourceLimitError), and in unbounded repeats: where the repeat
+  ends the pattern and its iterations are one character with lookaheads around it
+  (``^((?!ab).)*$``) as one complement (every suffix starts with such an iteration),
+  elsewhere (``((?!a).)*b``, ``(?:(?=a)ab)*``) as a language that refers to itself,
+  ``T = rest | an iteration then T`` (a :class:`~constrain.grammar.Lazy` node). A
+  negative lookahead reads its classes on the
   other side of the dialects (``ecma=``), and under ``"around"`` a ``$`` is also Python's
   "before a final newline", so lookaheads see that newline too.
 - **Lookbehinds of one character** (``(?<=[a-z])``, ``(?<!-)``) and **word boundaries**
