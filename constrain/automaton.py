@@ -1139,6 +1139,8 @@ class Automaton:
             lexical = t.is_lexical(item)
             if items and not lexical and (all_lexical or not can_be_empty):
                 break
+            if items and all_lexical and not can_be_empty and t.counted_structure(item):
+                break  # what follows counts down (items left): the head recurs without it
             items.append(item)
             tail = after
             can_be_empty = can_be_empty and t.nullable(item)

@@ -58,6 +58,7 @@ from .grammar import (
     NOTHING,
     Expr,
     Lazy,
+    Seq,
     alt,
     complement,
     intersect,
@@ -314,24 +315,40 @@ def _any_order(syn: JsonSyntax, members: Sequence[Member], required: Sequence[bo
     other = _choice(syn, members, untracked) if untracked else NOTHING
     more_others = star(seq(syn.comma, other)) if untracked else EMPTY
     must = sum(bit[i] for i in track if required[i])
-    parts = (syn.comma, syn.colon, other, *(members[i].value for i in track))
+    # One expression, made once, for thousands of nodes: a node judges its parts one by
+    # one, and a tuple of every value would cost each set of keys written the square of
+    # the keys.
+    parts = (Seq((syn.comma, syn.colon, other, *(members[i].value for i in track))),)
     family = object()  # names this object's nodes
     memo: dict[int, Expr] = {}
+    unwritten: dict[int, Expr] = {}
+
+    def required_left(seen: int) -> Expr:
+        """The required values not in ``seen``, as one expression made once per set: the
+        needs of every node after ``seen`` hold it instead of each value, which would cost
+        each set of keys written the square of the keys."""
+        found = unwritten.get(seen)
+        if found is None:
+            found = unwritten[seen] = Seq(tuple(
+                members[i].value for i in track if required[i] and not seen & bit[i]))
+        return found
 
     def next_member(seen: int) -> Expr:
         """One more tracked member (not in ``seen``), then what may follow it."""
-        return syn.keyed([(members[i].key, member_rest(seen | bit[i], i))  # type: ignore
+        left = required_left(seen)
+        return syn.keyed([(members[i].key, member_rest(seen | bit[i], i, left))  # type: ignore
                           for i in track if not seen & bit[i]])
 
-    def member_rest(seen: int, i: int) -> Expr:
+    def member_rest(seen: int, i: int, left: Expr) -> Expr:
         """Member ``i``'s colon and value, then what may follow once ``seen`` (which holds
         ``i``) is written: lazy, so that a value (often a whole object) is built only when
-        decoding reaches its key, not with the key trie it hangs from."""
-        left = tuple(members[j].value for j in track if required[j] and not seen & bit[j])
+        decoding reaches its key, not with the key trie it hangs from. ``left`` holds the
+        required values not written before ``i``."""
+        needs = (left,) if required[i] else (members[i].value, left)
         # A partial, not a closure: one tracked object instead of four, for each of
         # thousands of nodes that live as long as their constraint (see Lazy).
         return Lazy((family, seen, i), partial(member_value, seen, i),
-                    nullable=False, parts=parts, needs=(members[i].value, *left))
+                    nullable=False, parts=parts, needs=needs)
 
     def member_value(seen: int, i: int) -> Expr:
         return seq(syn.colon, members[i].value, after(seen))
@@ -351,7 +368,7 @@ def _any_order(syn: JsonSyntax, members: Sequence[Member], required: Sequence[bo
 
             found = memo[seen] = Lazy(
                 (family, seen), build, nullable=done, parts=parts,
-                needs=tuple(members[i].value for i in left if required[i]))
+                needs=(required_left(seen),))
         return found
 
     first = [next_member(0)] if track else []

@@ -929,6 +929,14 @@ class TermStore:
             return None
         return ascii_bits, utf8, (1 << 30) if hi is None else hi
 
+    def counted_structure(self, term: int) -> bool:
+        """Whether ``term`` is ``x{lo,hi}`` with an upper count of at least two over an
+        ``x`` that is more than one byte set (an array's further items, say)."""
+        if self._kind[term] != _REP:
+            return False
+        item, _, hi = self._args[term]
+        return hi is not None and hi >= 2 and self._kind[item] != _BYTES  # type: ignore
+
     def unbounded_loop(self, term: int) -> bool:
         """Whether ``term`` is ``x{lo,}``: a repeat with no upper count."""
         return self._kind[term] == _REP and self._args[term][2] is None
