@@ -520,11 +520,13 @@ def byte_literal(data: bytes) -> Expr:
 
 
 def prefix_tree(entries: Sequence[tuple[Sequence[Any], Expr]],
-                unit: Callable[[Any], Expr]) -> Expr:
+                unit: Callable[[Any], Expr],
+                edge: Callable[[Sequence[Any]], Expr] | None = None) -> Expr:
     """``Alt`` of ``key tail`` over distinct keys, factored by common prefixes, so a
     derivative follows only the keys that share what was read (a choice among 200 names
     costs one step per character, not 200). ``unit`` turns one key element (a character,
-    a byte) into its expression.
+    a byte) into its expression; ``edge``, when given, a run of two or more that the tree
+    reads in one go (a node the caller shares among trees, say).
 
     >>> prefix_tree([(b"ab", EMPTY), (b"ac", EMPTY)], lambda b: Bytes(((b, b),)))
     Seq(items=(Bytes(ranges=((97, 97),)), Alt(items=(Bytes(ranges=((98, 98),)), Bytes(ranges=((99, 99),))))))
@@ -536,7 +538,7 @@ def prefix_tree(entries: Sequence[tuple[Sequence[Any], Expr]],
     for (key, _), (nxt, _) in pairwise(ordered):
         if key == nxt:
             raise GrammarError(f"prefix_tree keys must be distinct: {key!r} twice")
-    return _prefix_tree(ordered, shared, 0, len(ordered), 0, unit)
+    return _prefix_tree(ordered, shared, 0, len(ordered), 0, unit, edge)
 
 
 def _common_prefix_length(a: Sequence[Any], b: Sequence[Any]) -> int:
@@ -548,7 +550,8 @@ def _common_prefix_length(a: Sequence[Any], b: Sequence[Any]) -> int:
 
 
 def _prefix_tree(entries: Sequence[tuple[Sequence[Any], Expr]], shared: Sequence[int],
-                 lo: int, hi: int, depth: int, unit: Callable[[Any], Expr]) -> Expr:
+                 lo: int, hi: int, depth: int, unit: Callable[[Any], Expr],
+                 edge: Callable[[Sequence[Any]], Expr] | None) -> Expr:
     """The tree of ``entries[lo:hi]``, whose keys agree on their first ``depth`` elements."""
     options: list[Expr] = []
     i = lo
@@ -565,8 +568,11 @@ def _prefix_tree(entries: Sequence[tuple[Sequence[Any], Expr]], shared: Sequence
         while j < hi and shared[j - 1] > depth:
             end = min(end, shared[j - 1])
             j += 1
-        options.append(seq(*(unit(key[d]) for d in range(depth, end)),
-                           _prefix_tree(entries, shared, i, j, end, unit)))
+        below = _prefix_tree(entries, shared, i, j, end, unit, edge)
+        if edge is not None and end - depth > 1:
+            options.append(seq(edge(key[depth:end]), below))
+        else:
+            options.append(seq(*(unit(key[d]) for d in range(depth, end)), below))
         i = j
     return alt(*options)
 

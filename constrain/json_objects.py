@@ -337,7 +337,7 @@ def _any_order(syn: JsonSyntax, members: Sequence[Member], required: Sequence[bo
         """One more tracked member (not in ``seen``), then what may follow it."""
         left = required_left(seen)
         return syn.keyed([(members[i].key, member_rest(seen | bit[i], i, left))  # type: ignore
-                          for i in track if not seen & bit[i]])
+                          for i in track if not seen & bit[i]], shared_runs=True)
 
     def member_rest(seen: int, i: int, left: Expr) -> Expr:
         """Member ``i``'s colon and value, then what may follow once ``seen`` (which holds

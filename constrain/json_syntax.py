@@ -22,13 +22,14 @@ from __future__ import annotations
 import threading
 from collections import OrderedDict
 from collections.abc import Sequence
-from functools import lru_cache
+from functools import lru_cache, partial
 from typing import NamedTuple
 
 from .grammar import (
     EMPTY,
     NOTHING,
     Expr,
+    Lazy,
     RuleLibrary,
     alt,
     chars,
@@ -103,6 +104,8 @@ class JsonSyntax:
         self.false = JSON_FALSE
         self.number = JSON_NUMBER
         self.string = self.strings.any_string
+        self._key_runs: dict[str, Expr] = {}  # see keyed
+        self._key_family = object()  # names those runs' nodes
         key = (id(gap), escapes)
         with _shared_lock:
             shared = _shared.get(key)
@@ -150,15 +153,35 @@ class JsonSyntax:
         """``key : value`` (``key`` is a JSON string-literal language)."""
         return seq(key, self.colon, value)
 
-    def keyed(self, entries: Sequence[tuple[str, Expr]]) -> Expr:
+    def keyed(self, entries: Sequence[tuple[str, Expr]], shared_runs: bool = False) -> Expr:
         """``Alt`` of ``"key" tail`` for distinct keys, as a trie over the keys' characters,
-        so a derivative only follows the keys that share the text read so far."""
+        so a derivative only follows the keys that share the text read so far.
+
+        ``shared_runs`` makes each run of characters between branches a
+        :class:`~constrain.grammar.Lazy` node shared by every trie of this syntax: for
+        tries built again and again with other tails (an object's keys not written yet,
+        after each set written), since a concatenation is rebuilt item by item onto what
+        follows it, and the runs would otherwise be, once per trie. Not for languages to
+        intersect or complement, which take no lazy nodes."""
         if not entries:
             return NOTHING
         return seq(_QUOTE, prefix_tree(
             [(key, seq(_QUOTE, tail)) for key, tail in entries],
-            lambda ch: self.strings.encode_chars(((ord(ch), ord(ch)),)),
+            self._key_char, self._key_run if shared_runs else None,
         ))
+
+    def _key_char(self, ch: str) -> Expr:
+        return self.strings.encode_chars(((ord(ch), ord(ch)),))
+
+    def _key_run(self, run: Sequence[str]) -> Expr:
+        text = "".join(run)
+        found = self._key_runs.get(text)
+        if found is None:
+            chars = seq(*map(self._key_char, text))
+            found = self._key_runs[text] = Lazy(
+                (self._key_family, text), partial(_held, chars), nullable=False,
+                parts=(chars,))
+        return found
 
     def separated(self, item: Expr) -> Expr:
         """One or more ``item`` joined by commas."""
@@ -183,3 +206,9 @@ class JsonSyntax:
         containers nest to any depth, so they are rules that reference each other.
         A grammar that includes them names :attr:`library`."""
         return dict(self.library.rules)
+
+
+def _held(expr: Expr) -> Expr:
+    """``expr`` itself: the build of a :class:`~constrain.grammar.Lazy` node made from a
+    known expression (see :meth:`JsonSyntax.keyed`)."""
+    return expr
