@@ -51,6 +51,7 @@ WS_CHAR = chars([(0x20, 0x20), (0x09, 0x0A), (0x0D, 0x0D)])
 """One JSON whitespace character: space, tab, line feed, carriage return."""
 
 _QUOTE = literal('"')
+_CLOSING = -1  # a key's end, in the tries of keyed
 JSON_NULL = literal("null")
 JSON_TRUE = literal("true")
 JSON_FALSE = literal("false")
@@ -104,7 +105,7 @@ class JsonSyntax:
         self.false = JSON_FALSE
         self.number = JSON_NUMBER
         self.string = self.strings.any_string
-        self._key_runs: dict[str, Expr] = {}  # see keyed
+        self._key_runs: dict[tuple[int, ...], Expr] = {}  # see keyed
         self._key_family = object()  # names those runs' nodes
         key = (id(gap), escapes)
         with _shared_lock:
@@ -165,22 +166,26 @@ class JsonSyntax:
         intersect or complement, which take no lazy nodes."""
         if not entries:
             return NOTHING
+        # Code points, each key closed by _CLOSING (below every code point, so keys
+        # still sort as strings): a key's closing quote ends its last run.
         return seq(_QUOTE, prefix_tree(
-            [(key, seq(_QUOTE, tail)) for key, tail in entries],
-            self._key_char, self._key_run if shared_runs else None,
+            [((*map(ord, key), _CLOSING), tail) for key, tail in entries],
+            self._key_unit, self._key_run if shared_runs else None,
         ))
 
-    def _key_char(self, ch: str) -> Expr:
-        return self.strings.encode_chars(((ord(ch), ord(ch)),))
+    def _key_unit(self, code: int) -> Expr:
+        if code == _CLOSING:
+            return _QUOTE
+        return self.strings.encode_chars(((code, code),))
 
-    def _key_run(self, run: Sequence[str]) -> Expr:
-        text = "".join(run)
-        found = self._key_runs.get(text)
+    def _key_run(self, run: Sequence[int]) -> Expr:
+        codes = tuple(run)
+        found = self._key_runs.get(codes)
         if found is None:
-            chars = seq(*map(self._key_char, text))
-            found = self._key_runs[text] = Lazy(
-                (self._key_family, text), partial(_held, chars), nullable=False,
-                parts=(chars,))
+            units = seq(*map(self._key_unit, codes))
+            found = self._key_runs[codes] = Lazy(
+                (self._key_family, codes), partial(_held, units), nullable=False,
+                parts=(units,))
         return found
 
     def separated(self, item: Expr) -> Expr:
