@@ -336,8 +336,10 @@ def _any_order(syn: JsonSyntax, members: Sequence[Member], required: Sequence[bo
     def next_member(seen: int) -> Expr:
         """One more tracked member (not in ``seen``), then what may follow it."""
         left = required_left(seen)
+        # The first trie is built with the object (at compile time, for most) and only
+        # once: sharing its runs would cost a node per run for nothing.
         return syn.keyed([(members[i].key, member_rest(seen | bit[i], i, left))  # type: ignore
-                          for i in track if not seen & bit[i]], shared_runs=True)
+                          for i in track if not seen & bit[i]], shared_runs=seen != 0)
 
     def member_rest(seen: int, i: int, left: Expr) -> Expr:
         """Member ``i``'s colon and value, then what may follow once ``seen`` (which holds
