@@ -1125,12 +1125,10 @@ class Automaton:
         t = self.terms
         if rest == EMPTY_STACK and t.is_lexical(top):
             return None  # all head (a regex's states, say)
-        first, after_first = t.head_tail(top)
-        if t.counted_structure(first) and t.is_lexical(first):
-            return self._one_copy_split(first, after_first, rest)
         items: list[int] = []
         can_be_empty = all_lexical = True
         tail = top
+        first, after_first = t.head_tail(top)
         if (not t.is_lexical(first) and t.nullable(first)
                 and (after_first != EPS or rest != EMPTY_STACK)):
             # A piece of structure that may be empty (an object's optional members), alone:
@@ -1167,30 +1165,6 @@ class Automaton:
                 return self._intern(_config((tail_stack,)))
 
         return HeadSplit(head, tail_can_end, tail_state, can_be_empty)
-
-    def _one_copy_split(self, counted: int, after: int, rest: Stack) -> HeadSplit | None:
-        """:meth:`head_split` of ``x{lo,hi}·after`` (``x`` with structure, ``hi`` at
-        least 2): one copy of ``x`` (optional when ``lo`` is 0), then
-        ``x{lo-1,hi-1}·after``. The copy is the same head at every count (an array's next
-        item), so what a walk learns inside it is shared; the whole repeat as a head would
-        be a new one per count."""
-        t = self.terms
-        item, lo, hi = t.repeat_bounds(counted)
-        assert hi is not None  # counted_structure
-        with self._lock:
-            head_stack = self._push(EMPTY_STACK, t.repeat(item, min(lo, 1), 1))
-            if head_stack == DEAD_STACK:
-                return None
-            head = self._intern((head_stack,))
-        tail = t.seq(t.repeat(item, max(lo - 1, 0), hi - 1), after)
-        tail_can_end = t.nullable(tail) and self._stack_can_end_flags[rest]
-
-        def tail_state() -> int:
-            with self._lock:
-                tail_stack = rest if tail == EPS else self._push(rest, tail)
-                return self._intern(_config((tail_stack,)))
-
-        return HeadSplit(head, tail_can_end, tail_state, lo == 0)
 
     def build_all(self, limit: int) -> bool:
         """Build the row of every state reachable from the start, when the grammar is a

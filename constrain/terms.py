@@ -937,11 +937,6 @@ class TermStore:
         item, _, hi = self._args[term]
         return hi is not None and hi >= 2 and self._kind[item] != _BYTES  # type: ignore
 
-    def repeat_bounds(self, term: int) -> tuple[int, int, int | None]:
-        """``(x, lo, hi)`` of a repeat ``x{lo,hi}``."""
-        assert self._kind[term] == _REP
-        return self._args[term]  # type: ignore[return-value]
-
     def unbounded_loop(self, term: int) -> bool:
         """Whether ``term`` is ``x{lo,}``: a repeat with no upper count."""
         return self._kind[term] == _REP and self._args[term][2] is None
