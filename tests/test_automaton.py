@@ -7,6 +7,7 @@ here from the IR's documented meaning, independent of the derivative machinery u
 from __future__ import annotations
 
 import itertools
+import json
 import random
 import signal
 import sys
@@ -1086,6 +1087,43 @@ def test_prefix_tree_is_exactly_the_set_of_keys(keys: list[str], probe: str) -> 
     automaton = Automaton(Grammar.single(tree))
     for text in [*distinct, probe, *(k[:-1] for k in distinct), *(k + "a" for k in distinct)]:
         assert automaton.matches(text.encode()) == (text in distinct), text
+
+
+@settings(max_examples=100, deadline=None)
+@given(st.lists(st.text(alphabet='ab"é\\', max_size=5), min_size=1, max_size=10),
+       st.text(alphabet='ab"é\\', max_size=6), st.booleans())
+def test_json_key_trie_reads_each_key_then_its_own_tail(keys: list[str], probe: str,
+                                                       shared_runs: bool) -> None:
+    # Key i's tail is the digit i, so a key read with another key's tail is rejected.
+    from constrain.json_syntax import JsonSyntax, whitespace_gap
+
+    syn = JsonSyntax(whitespace_gap(0))
+    distinct = sorted(set(keys))
+    entries = [(k, literal(str(i % 10))) for i, k in enumerate(distinct)]
+    automaton = Automaton(Grammar.single(syn.keyed(entries, shared_runs=shared_runs)))
+    texts = [(k, i % 10) for i, k in enumerate(distinct)]
+    texts += [(probe, 0), *((k[:-1], i % 10) for i, k in enumerate(distinct)),
+              *((k, (i + 1) % 10) for i, k in enumerate(distinct) if len(distinct) > 1)]
+    for text, digit in texts:
+        written = json.dumps(text).encode() + str(digit).encode()
+        wanted = text in distinct and distinct.index(text) % 10 == digit
+        assert automaton.matches(written) == wanted, written
+
+
+def test_json_key_tries_share_their_runs() -> None:
+    # Tries of other tails (an object's keys left after each set written) read their
+    # runs of characters through the same nodes, instead of one term per character each.
+    from constrain.json_syntax import JsonSyntax, whitespace_gap
+
+    syn = JsonSyntax(whitespace_gap(0))
+    first = syn.keyed([("alpha", literal("1")), ("beta", literal("2"))], shared_runs=True)
+    second = syn.keyed([("alpha", literal("3"))], shared_runs=True)
+    runs = [syn._key_run((*map(ord, "alpha"), -1)), syn._key_run((*map(ord, "beta"), -1))]
+    assert all(isinstance(run, Lazy) for run in runs)
+    automaton = Automaton(Grammar.single(alt(first, second)))
+    assert automaton.matches(b'"alpha"1') and automaton.matches(b'"alpha"3')
+    assert not automaton.matches(b'"beta"3')
+    assert syn._key_run((*map(ord, "alpha"), -1)) is runs[0]
 
 
 def test_prefix_tree_rejects_duplicate_keys() -> None:

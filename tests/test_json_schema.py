@@ -899,6 +899,36 @@ def _agrees_token_by_token(schema: Any, vocab: Any, instances: list[Any]) -> Non
         assert (followed and matcher.is_accepting()) == verdict(schema, instance), instance
 
 
+def test_many_required_keys_in_any_order(qwen_vocab: Any) -> None:
+    # Past MAX_SUBSET_KEYS listed keys only the required ones are tracked: each set of
+    # them written builds the trie of the keys left (with runs shared between tries).
+    import random
+
+    keys = [f"key{i:02d}{'x' * (i % 4)}" for i in range(14)]
+    schema = {"type": "object", "additionalProperties": False,
+              "properties": {**{k: {"type": "integer"} for k in keys},
+                             "note": {"type": "string"}, "keynote": {"type": "boolean"}},
+              "required": keys}
+    rng = random.Random(7)
+    full = {k: i for i, k in enumerate(keys)}
+    instances: list[Any] = []
+    for _ in range(3):
+        order = keys[:]
+        rng.shuffle(order)
+        instances.append({k: full[k] for k in order})
+        instances.append({"note": "n", **{k: full[k] for k in order}, "keynote": True})
+    missing = dict(full)
+    del missing[keys[5]]
+    instances += [missing, {**full, "key00": "s"}, {**full, "other": 1}]
+    _agrees_token_by_token(schema, qwen_vocab, instances)
+    # A required key written twice (json.dumps cannot say it): the second time, it is
+    # no longer among the keys left.
+    automaton = Automaton(schema_to_grammar(schema))
+    once = "{" + ", ".join(f'"{k}": 1' for k in keys) + "}"
+    twice = "{" + ", ".join(f'"{k}": 1' for k in [*keys, keys[3]]) + "}"
+    assert automaton.matches(once.encode()) and not automaton.matches(twice.encode())
+
+
 def test_emptiness_search_finds_a_short_witness_under_recursion(qwen_vocab: Any) -> None:
     # A oneOf between recursive documents (keys not starting with "$") and "$date"
     # objects: the masks' states hold a difference whose emptiness search went depth
