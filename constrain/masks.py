@@ -37,7 +37,7 @@ from __future__ import annotations
 import threading
 import time
 from collections.abc import Callable
-from typing import NamedTuple, cast
+from typing import Final, cast
 
 import numpy as np
 
@@ -323,7 +323,7 @@ class TokenMasks:
             if automaton.regular:  # no plans to compose: one walk, kept by nobody else
                 packed = self._walk_whole(state, None).view(np.int32)
             else:
-                words = self._plan(state).words
+                words = self._plan(state)[_WORDS]
                 if not accepting:
                     return words.view(np.int32)  # read-only already, shared with the plan
                 packed = words.view(np.int32).copy()
@@ -428,7 +428,7 @@ class TokenMasks:
         may end inside a loop would make every node of the loop one).
         """
         found = self._plans.get(state)
-        if found is not None and (found.exits is not None or not with_exits):
+        if found is not None and (found[_EXITS] is not None or not with_exits):
             return found
         automaton = self.automaton
         exits = walk_kernel.Exits(automaton.accepting_flags()) if with_exits else None
@@ -437,26 +437,26 @@ class TokenMasks:
         split = None if members is not None else automaton.head_split(state)
         if members is not None:
             plans = [self._plan(member, with_exits) for member in members]
-            words = _union_words([plan.words for plan in plans])
+            words = _union_words([plan[_WORDS] for plan in plans])
             if with_exits:
-                ends = np.unique(np.concatenate([plan.exits for plan in plans]))
+                ends = np.unique(np.concatenate([plan[_EXITS] for plan in plans]))
         elif split is not None:
             inner = self._plan(split.head, True)
-            words = inner.words
-            assert inner.seeds is not None  # a plan made with exits has seeds
-            if len(inner.seeds):
+            words = inner[_WORDS]
+            assert inner[_SEEDS] is not None  # a plan made with exits has seeds
+            if len(inner[_SEEDS]):
                 onward = self._seeded_plan(split.tail_state(), inner, with_exits)
-                words = words | onward.words
-                ends = onward.exits if with_exits else None  # a memo may hold exits
+                words = words | onward[_WORDS]
+                ends = onward[_EXITS] if with_exits else None  # a memo may hold exits
             elif with_exits:
                 ends = _NO_NODES
             if ends is not None and split.tail_can_end:  # it may end where its head does
-                ends = np.unique(np.concatenate([ends, inner.exits]))
+                ends = np.unique(np.concatenate([ends, inner[_EXITS]]))
             if split.head_can_be_empty:  # every token of the tail alone
                 after = self._plan(split.tail_state(), with_exits)
-                words = words | after.words
+                words = words | after[_WORDS]
                 if ends is not None:
-                    ends = np.unique(np.concatenate([ends, after.exits]))
+                    ends = np.unique(np.concatenate([ends, after[_EXITS]]))
         else:
             fingerprint = None
             if with_exits and self._recurring is not None:
@@ -478,7 +478,7 @@ class TokenMasks:
                     ends = np.array(exits.nodes, dtype=np.int64)
         words.flags.writeable = False
         seeds = None if ends is None else self._children(ends)
-        found = self._plans[state] = _Plan(words, ends, seeds)
+        found = self._plans[state] = (words, ends, seeds)
         if members is None and split is None and fingerprint is not None:
             self._recurring.offer(fingerprint, found)  # type: ignore[union-attr]
         return found
@@ -493,16 +493,16 @@ class TokenMasks:
         words = np.zeros(self.words, dtype=np.uint32)
         assert self._walk is not None and self._literals is not None  # compiled walk only
         ends = self._walk.text(self._literals, chain.items, first,
-                               None if source is None else source.seeds, words)
+                               None if source is None else source[_SEEDS], words)
         if chain.after is None:  # nothing follows: it may end where the text does
             return words, ends if with_exits else None
         exits: np.ndarray | None = _NO_NODES if with_exits else None
         if len(ends):
-            read = _Plan(_NO_WORDS, ends, self._children(ends))  # only its seeds are read
+            read = (_NO_WORDS, ends, self._children(ends))  # only its seeds are read
             onward = self._seeded_plan(chain.after, read, with_exits)
-            words |= onward.words
+            words |= onward[_WORDS]
             if with_exits:
-                exits = onward.exits
+                exits = onward[_EXITS]
                 if self.automaton.is_accepting(chain.after):
                     exits = np.unique(np.concatenate([exits, ends]))
         return words, exits
@@ -521,23 +521,23 @@ class TokenMasks:
             return None
         free, excluded, tail = parts
         free_plan, keys = self._plan(free, with_exits), self._plan(excluded, True)
-        assert keys.seeds is not None  # a plan made with exits has seeds
-        pasts = [self._seeded_plan(tail, keys, with_exits)] if len(keys.seeds) else []
+        assert keys[_SEEDS] is not None  # a plan made with exits has seeds
+        pasts = [self._seeded_plan(tail, keys, with_exits)] if len(keys[_SEEDS]) else []
         if self.automaton.is_accepting(excluded):  # K holds the empty string
             pasts.append(self._plan(tail, with_exits))
-        words = free_plan.words.copy()
+        words = free_plan[_WORDS].copy()
         for past in pasts:
-            words &= ~past.words
+            words &= ~past[_WORDS]
         if not with_exits:
             return words, None
-        ends = free_plan.exits
+        ends = free_plan[_EXITS]
         for past in pasts:
-            ends = np.setdiff1d(ends, past.exits, assume_unique=True)  # type: ignore[arg-type]  # made with exits
+            ends = np.setdiff1d(ends, past[_EXITS], assume_unique=True)  # type: ignore[arg-type]  # made with exits
         return words, ends
 
     def _seeded_plan(self, state: int, source: _Plan, with_exits: bool) -> _Plan:
         """What :meth:`_plan` knows about ``state``, for the tokens that reach it from
-        ``source``: the walk starts at ``source.seeds`` (the children of the nodes where
+        ``source``: the walk starts at ``source[_SEEDS]`` (the children of the nodes where
         ``source``'s state may end), reading each seed's byte from ``state``. Built the
         way :meth:`_plan` builds its plans (a union from its members', a head then a walk
         on from the head's exits) and memoized per ``(state, source)``.
@@ -551,7 +551,7 @@ class TokenMasks:
         """
         key = (state, id(source))
         found = self._seeded.get(key)
-        if found is not None and (found[1].exits is not None or not with_exits):
+        if found is not None and (found[1][_EXITS] is not None or not with_exits):
             return found[1]
         automaton = self.automaton
         # Composed even where the state's row is built (walking on through built states
@@ -564,24 +564,24 @@ class TokenMasks:
         fingerprint = None
         if members is not None:
             plans = [self._seeded_plan(member, source, with_exits) for member in members]
-            words = _union_words([plan.words for plan in plans])
+            words = _union_words([plan[_WORDS] for plan in plans])
             if with_exits:
-                ends = np.unique(np.concatenate([plan.exits for plan in plans]))
+                ends = np.unique(np.concatenate([plan[_EXITS] for plan in plans]))
         elif split is not None:
             inner = self._seeded_plan(split.head, source, True)
-            words = inner.words
+            words = inner[_WORDS]
             ends = _NO_NODES if with_exits else None
-            if inner.seeds is not None and len(inner.seeds):
+            if inner[_SEEDS] is not None and len(inner[_SEEDS]):
                 onward = self._seeded_plan(split.tail_state(), inner, with_exits)
-                words = words | onward.words
-                ends = onward.exits if with_exits else None  # a memo may hold exits
+                words = words | onward[_WORDS]
+                ends = onward[_EXITS] if with_exits else None  # a memo may hold exits
             if ends is not None and split.tail_can_end:
-                ends = np.unique(np.concatenate([ends, inner.exits]))
+                ends = np.unique(np.concatenate([ends, inner[_EXITS]]))
             if split.head_can_be_empty:
                 after = self._seeded_plan(split.tail_state(), source, with_exits)
-                words = words | after.words
+                words = words | after[_WORDS]
                 if ends is not None:
-                    ends = np.unique(np.concatenate([ends, after.exits]))
+                    ends = np.unique(np.concatenate([ends, after[_EXITS]]))
         else:
             if with_exits and self._recurring_seeded is not None:
                 fingerprint = automaton.fingerprint(state)
@@ -598,16 +598,16 @@ class TokenMasks:
                 words = np.zeros(self.words, dtype=np.uint32)
                 self._sync(exits)
                 assert self._walk is not None  # plans are made with the compiled walk only
-                assert source.seeds is not None  # a source is a plan made with exits
+                assert source[_SEEDS] is not None  # a source is a plan made with exits
                 pending = self._walk.seeded(automaton.table, self._loop_arrays(),
-                                            source.seeds, state, words, exits)
+                                            source[_SEEDS], state, words, exits)
                 self._finish(pending, words, exits)
                 if exits is not None:
                     ends = np.array(exits.nodes, dtype=np.int64)
         words.flags.writeable = False
         seeds = None if ends is None else self._children(ends)
         # The source is kept with the plan: its id is part of the key.
-        entry = (source, _Plan(words, ends, seeds))
+        entry = (source, (words, ends, seeds))
         self._seeded[key] = entry
         if fingerprint is not None:
             self._recurring_seeded.offer((fingerprint, id(source)), entry)  # type: ignore[union-attr]
@@ -860,15 +860,18 @@ _MAX_LONG_TOKENS = 4096
 _MAX_MEMBERS = 64
 
 
-class _Plan(NamedTuple):
-    """What the compiled walk learnt about one state: the tokens allowed from it
-    (``words``, uint32, read-only, EOS not included); the trie nodes with children after
-    which its language may end (``exits``); and those nodes' children (``seeds``), from
-    where a walk goes on in whatever follows the state."""
+_Plan = tuple[np.ndarray, "np.ndarray | None", "np.ndarray | None"]
+"""What the compiled walk learnt about one state: the tokens allowed from it
+(``plan[_WORDS]``, uint32, read-only, EOS not included); the trie nodes with children
+after which its language may end (``plan[_EXITS]``); and those nodes' children
+(``plan[_SEEDS]``), from where a walk goes on in whatever follows the state. A plain
+tuple, not a named one: the collector stops tracking a tuple of untracked objects
+(arrays, ``None``), never an instance of a subclass, and a schema's first instance
+keeps ~18,000 plans (Github_ultra/o53885) that every full collection walked."""
+_WORDS: Final = 0
+_EXITS: Final = 1
+_SEEDS: Final = 2
 
-    words: np.ndarray
-    exits: np.ndarray | None
-    seeds: np.ndarray | None
 _UNBOUNDED = walk_kernel.UNBOUNDED
 _NO_NODES = np.zeros(0, dtype=np.int64)
 _NO_NODES.flags.writeable = False
