@@ -119,11 +119,17 @@ class AutomatonOptions:
     derivatives (~200 bytes each). ``max_stacks_per_state`` (default 1,024): candidate
     stacks alive at once; only ambiguous recursive grammars come near it. All raise
     :class:`ResourceLimitError`.
+
+    ``max_mask_memory`` (default 1 GiB) bounds the masks and plans a compiled constraint
+    memoizes instead: past it they are forgotten and made again as decoding asks for
+    them (a mask row is ~19 KB on a 151k vocabulary; the heaviest MaskBench schemas'
+    first instances hold ~250 MB).
     """
 
     max_states: int = 100_000
     max_terms: int = 2_000_000
     max_stacks_per_state: int = 1024
+    max_mask_memory: int = 1 << 30
 
 
 class _LazyTerms:

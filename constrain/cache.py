@@ -4,8 +4,10 @@
   process and, when a cache directory is configured, on disk as ``.npz`` files named by the
   vocabulary's fingerprint, each with a checksum. A file that is truncated, corrupt or
   written by another version is detected, deleted and rebuilt.
-* Compiled constraints live in a bounded in-memory LRU keyed by (kind, spec, vocabulary,
-  options); they are immutable, so one object serves every caller and thread.
+* Compiled constraints live in an in-memory LRU keyed by (kind, spec, vocabulary,
+  options), bounded by count (:data:`MAX_COMPILED`) and by the memory they hold
+  (:data:`MAX_COMPILED_MEMORY`); they are immutable, so one object serves every caller
+  and thread.
 * What the mask engine learns about a piece of text that recurs across constraints (a
   JSON string, whitespace then a quote, a number), per vocabulary: see
   :func:`recurring`. Kept once a piece is met in a second constraint, so pieces met once
@@ -45,6 +47,7 @@ __all__ = [
     "cache_dir",
     "clear_memory_caches",
     "memoized_compile",
+    "note_growth",
     "recurring",
     "set_cache_dir",
     "token_trie",
@@ -56,6 +59,10 @@ _cache_dir: Path | None = None
 _tries: dict[str, TokenTrie] = {}
 _compiled: OrderedDict[Hashable, object] = OrderedDict()
 MAX_COMPILED = 256
+"""Compiled constraints kept in memory at most (see :func:`memoized_compile`)."""
+MAX_COMPILED_MEMORY = 4 << 30
+"""Bytes the kept compiled constraints may hold together, by their own estimates; each
+one's memoized masks are bounded on their own by ``AutomatonOptions.max_mask_memory``."""
 _recurring: dict[tuple[str, str], RecurringCache] = {}
 
 T = TypeVar("T")
@@ -88,6 +95,7 @@ def clear_memory_caches() -> None:
     with _lock:
         _tries.clear()
         _compiled.clear()
+        _memory.reset()
         _recurring.clear()
 
 
@@ -163,7 +171,13 @@ def _save_trie(key: str, trie: TokenTrie) -> None:
 
 
 def memoized_compile(key: Hashable, build: Callable[[], T]) -> T:
-    """Return the cached object for ``key`` or build, cache and return it (LRU-bounded)."""
+    """Return the cached object for ``key`` or build, cache and return it.
+
+    At most :data:`MAX_COMPILED` objects are kept, and, among objects that tell their
+    size (a ``memory_estimate()`` method, as compiled constraints have), at most
+    :data:`MAX_COMPILED_MEMORY` bytes: least recently used out first, never the one
+    just returned. A compiled constraint grows as decoding meets new states, so the sizes
+    are asked again as new entries come (see :class:`_MemoryAccount`)."""
     with _lock:
         if key in _compiled:
             _compiled.move_to_end(key)
@@ -174,7 +188,54 @@ def memoized_compile(key: Hashable, build: Callable[[], T]) -> T:
         _compiled.move_to_end(key)
         while len(_compiled) > MAX_COMPILED:
             _compiled.popitem(last=False)
+        _memory.make_room(_compiled)
     return value
+
+
+class _MemoryAccount:
+    """The kept compiled constraints' sizes as last asked, and how much constraints have
+    memoized since (:func:`note_growth`). Asking every size costs ~1 µs an entry (200 µs
+    with the cache full), so they are asked only when the sizes last asked, what grew
+    since and the newest entry may add up to more than :data:`MAX_COMPILED_MEMORY`."""
+
+    def __init__(self) -> None:
+        self.total = 0
+        self.grown = 0
+
+    def reset(self) -> None:
+        """Nothing kept any more."""
+        self.total = self.grown = 0
+
+    def make_room(self, kept: OrderedDict[Hashable, object]) -> None:
+        """Drop the least recently used of ``kept`` (never the newest) while all of them
+        hold more than :data:`MAX_COMPILED_MEMORY`."""
+        newest = _size_of(next(reversed(kept.values())))
+        if self.total + self.grown + newest <= MAX_COMPILED_MEMORY:
+            self.total += newest
+            return
+        sizes = [_size_of(v) for v in kept.values()]
+        self.total, self.grown = sum(sizes), 0
+        for size in sizes[:-1]:
+            if self.total <= MAX_COMPILED_MEMORY:
+                break
+            kept.popitem(last=False)
+            self.total -= size
+
+
+_memory = _MemoryAccount()
+
+
+def note_growth(nbytes: int) -> None:
+    """Tell the compiled-constraint cache that a constraint memoized about ``nbytes``
+    more (masks and plans as decoding meets new states), so that it asks the kept
+    constraints' sizes again before they could add up to more than
+    :data:`MAX_COMPILED_MEMORY`."""
+    _memory.grown += nbytes
+
+
+def _size_of(value: object) -> int:
+    estimate = getattr(value, "memory_estimate", None)
+    return int(estimate()) if callable(estimate) else 0
 
 
 class RecurringCache:

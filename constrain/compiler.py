@@ -66,8 +66,13 @@ class CompiledConstraint:
         self._eos_token_ids = vocab.eos_token_ids  # read at every step: no property call
         self._token_bytes = vocab.token_bytes
         self.automaton = Automaton(grammar, options)
-        self._masks = TokenMasks(self.automaton, vocab)
+        budget = self.automaton.options.max_mask_memory
+        self._masks = TokenMasks(self.automaton, vocab, max_memory=budget)
         self._steps: dict[tuple[int, int], int] = {}
+        # The step memo and the torch copies of masks are bounded by the same budget: an
+        # eighth of it each (a step entry is ~150 bytes, a copy a mask row).
+        self._max_steps = max(budget // (8 * _STEP_ENTRY_BYTES), 1024)
+        self._max_torch_masks = max(budget // (32 * self._masks.words), 16)
         self._mask_memo = self._masks.memo  # read by Matcher.fill_bitmask at every step
         self._torch_masks: dict[int, Any] = {}
         self._lock = threading.Lock()
@@ -110,6 +115,8 @@ class CompiledConstraint:
             import torch
 
             found = torch.from_numpy(self.masks_for_state(state).copy())
+            if len(self._torch_masks) >= self._max_torch_masks:
+                self._torch_masks.clear()
             self._torch_masks[state] = found
         return found
 
@@ -140,8 +147,19 @@ class CompiledConstraint:
                 table = self._token_bytes
                 data = table[token] if 0 <= token < len(table) else None
                 found = Automaton.DEAD if data is None else self.automaton.step_bytes(state, data)
+            if len(self._steps) >= self._max_steps:
+                self._steps.clear()
             self._steps[key] = found
         return found
+
+    def memory_estimate(self) -> int:
+        """About how many bytes this constraint holds now: its automaton's rows and terms,
+        and the masks, plans and steps it memoized (cheap: :mod:`constrain.cache` asks
+        at every compile to keep its total bounded)."""
+        automaton = self.automaton
+        return (automaton.num_states * _STATE_BYTES + len(automaton.terms) * _TERM_BYTES
+                + self._masks.memory_estimate() + len(self._steps) * _STEP_ENTRY_BYTES
+                + len(self._torch_masks) * 4 * self._masks.words)
 
     def info(self) -> CompileInfo:
         """Sizes of what has been built so far."""
@@ -156,6 +174,12 @@ class CompiledConstraint:
 
 # At most this many states are built when compiling (~30-100 µs each).
 _EAGER_STATES = 128
+# What one automaton state, term and memoized step hold, about (a state's row of 256
+# successors and its stacks; a term's entries in the store's tables; a dict entry with
+# its key), for memory_estimate.
+_STATE_BYTES = 1024
+_TERM_BYTES = 200
+_STEP_ENTRY_BYTES = 150
 
 
 def _compiled(kind: str, key: Any, vocab: Vocabulary, make_grammar: Any,

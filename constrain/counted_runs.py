@@ -253,6 +253,18 @@ class CountedRuns:
             found = self._masks.setdefault(key, words)
         return found
 
+    def memo_arrays(self) -> list[np.ndarray]:
+        """The masks made so far (see :meth:`TokenMasks.memory_bytes
+        <constrain.masks.TokenMasks.memory_bytes>`)."""
+        return list(self._masks.values())
+
+    def memo_entries(self) -> int:
+        return len(self._masks)
+
+    def forget(self) -> None:
+        """Drop the masks made so far (made again when asked for)."""
+        self._masks.clear()
+
     def step(self, state: int, served: Served, token: int,
              loop_step: Callable[[int, int], int]) -> int:
         """The state after ``token`` from ``state``, which :meth:`lookup` serves with

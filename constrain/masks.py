@@ -42,8 +42,8 @@ from typing import Final, cast
 import numpy as np
 
 from . import walk_kernel
-from .automaton import Automaton
-from .cache import recurring, token_trie
+from .automaton import Automaton, AutomatonOptions
+from .cache import note_growth, recurring, token_trie
 from .counted_runs import LEAVES, STAYS, CountedRuns
 from .literal_runs import LiteralRuns, TextChain
 from .token_trie import TokenTrie
@@ -91,11 +91,19 @@ class TokenMasks:
     """
 
     def __init__(self, automaton: Automaton, vocab: Vocabulary, trie: TokenTrie | None = None,
-                 use_compiled: bool | None = None):
+                 use_compiled: bool | None = None,
+                 max_memory: int = AutomatonOptions.max_mask_memory):
         self.automaton = automaton
         self.vocab = vocab
         self.trie = trie if trie is not None else token_trie(vocab)
         self.words = mask_words(vocab.size)
+        # What the memos below may hold (see _keep_within_budget); the bytes they held when
+        # last measured, and their entries then and at which to measure again.
+        self.max_memory = max_memory
+        self._row_bytes = 4 * self.words
+        self._measured = self._measured_entries = 0
+        self._next_measure = max(1, max_memory // self._row_bytes)
+        self._noted = 0  # entries the compiled-constraint cache was told of
         self._eos_words = eos_only_words(vocab)
         self._masks: dict[int, np.ndarray] = {}
         # Reentrant: a union's mask is made from its members' masks (see _union_mask).
@@ -146,33 +154,109 @@ class TokenMasks:
         """The packed int32 mask of ``state`` (read-only; EOS set iff the state may end)."""
         found = self._masks.get(state)
         if found is None:
-            twin = state
-            if self.automaton.exponential and state != Automaton.DEAD:
-                found = self._members_mask(state)
-                if found is not None:
-                    self._masks[state] = found
-                    return found
-            if state != Automaton.DEAD:
-                served = self.runs.lookup(state)
-                if served is not None:  # from the loop's mask (see counted_runs)
-                    found = self.runs.mask(state, served, self.mask(served.loop))
-                    self._masks[state] = found
-                    return found
-                twin = self.automaton.bounded_twin(state, self.trie.max_depth)
-            if twin != state:  # the same tokens: one mask for every count of a long run
-                found = self._masks[state] = self.mask(twin)
-                return found
-            if state != Automaton.DEAD:
-                found = self._near_bound_mask(state)
-                if found is not None:
-                    self._masks[state] = found
-                    return found
-            with self._lock:
-                found = self._masks.get(state)
-                if found is None:
-                    found = self._compute(state)
-                    self._masks[state] = found
+            found = self._made(state)
+            entries = self._entries()
+            if entries > self._noted:
+                note_growth((entries - self._noted) * self._row_bytes)
+            self._noted = entries
+            if entries >= self._next_measure:
+                self._keep_within_budget()
         return found
+
+    def _made(self, state: int) -> np.ndarray:
+        """A mask not memoized yet (see :meth:`mask`)."""
+        twin = state
+        if self.automaton.exponential and state != Automaton.DEAD:
+            found = self._members_mask(state)
+            if found is not None:
+                self._masks[state] = found
+                return found
+        if state != Automaton.DEAD:
+            served = self.runs.lookup(state)
+            if served is not None:  # from the loop's mask (see counted_runs)
+                found = self.runs.mask(state, served, self.mask(served.loop))
+                self._masks[state] = found
+                return found
+            twin = self.automaton.bounded_twin(state, self.trie.max_depth)
+        if twin != state:  # the same tokens: one mask for every count of a long run
+            found = self._masks[state] = self.mask(twin)
+            return found
+        if state != Automaton.DEAD:
+            found = self._near_bound_mask(state)
+            if found is not None:
+                self._masks[state] = found
+                return found
+        with self._lock:
+            found = self._masks.get(state)
+            if found is None:
+                found = self._compute(state)
+                self._masks[state] = found
+        return found
+
+    def memory_bytes(self) -> int:
+        """Bytes of the arrays the memos hold now (masks, plans, unions), each array, or
+        the buffer it is a view of, counted once."""
+        seen: set[int] = set()
+        total = 0
+
+        def count(array: np.ndarray | None) -> None:
+            nonlocal total
+            if array is None:
+                return
+            buffer = array if array.base is None else array.base
+            if id(buffer) not in seen:
+                seen.add(id(buffer))
+                total += buffer.nbytes if isinstance(buffer, np.ndarray) else array.nbytes
+
+        with self._lock:
+            for memo in (self._masks, self._unions, self._member_unions):
+                for array in memo.values():
+                    count(array)
+            plans = [*self._plans.values(), *(plan for _, plan in self._seeded.values())]
+            for plan in plans:
+                for part in plan:
+                    count(part)
+            for array in self.runs.memo_arrays():
+                count(array)
+        return total
+
+    def memory_estimate(self) -> int:
+        """:meth:`memory_bytes` as last measured, plus a mask row for every entry made
+        since: cheap enough to ask at every compile (see :mod:`constrain.cache`)."""
+        return self._measured + (self._entries() - self._measured_entries) * self._row_bytes
+
+    def _entries(self) -> int:
+        return (len(self._masks) + len(self._plans) + len(self._seeded) + len(self._unions)
+                + len(self._member_unions) + self.runs.memo_entries())
+
+    def _keep_within_budget(self) -> None:
+        """Forget every memoized mask and plan once they hold more than ``max_memory``
+        bytes; what is asked again is made again. Measured (a pass over the memos) only
+        after as many new entries as mask rows would fill what was left, so the pass costs
+        a small fraction of making them. Without it a constraint kept for a long time
+        (a server's cache, long generations) grew without bound: ~230 MB of plans and
+        masks after Github_ultra/o53885's five instances on a 151k vocabulary."""
+        with self._lock:
+            held = self.memory_bytes()
+            if held > self.max_memory:
+                self.forget()
+                held = self.memory_bytes()  # views other objects still hold, say
+            self._measured, self._measured_entries = held, self._entries()
+            room = max(self.max_memory - held, 0) // self._row_bytes
+            self._next_measure = self._measured_entries + max(room, 16)
+
+    def forget(self) -> None:
+        """Drop every memoized mask and plan (each is made again when asked for). The
+        mask memo is emptied in place: callers that read it directly (see :attr:`memo`)
+        keep the same dictionary."""
+        with self._lock:
+            self._masks.clear()
+            self._plans.clear()
+            self._seeded.clear()
+            self._unions.clear()
+            self._member_unions.clear()
+            self.runs.forget()
+            self._measured = self._measured_entries = 0
 
     def _near_bound_mask(self, state: int) -> np.ndarray | None:
         """The mask of a state under a length bound too near for a :meth:`bounded_twin`
@@ -266,6 +350,7 @@ class TokenMasks:
             if time.perf_counter() > deadline:
                 break
             self.mask(state)
+        self._keep_within_budget()
         return len(self._masks)
 
     def _precompute_whole(self, states: range, deadline: float) -> list[int]:

@@ -306,6 +306,55 @@ def test_memoized_compile_builds_once_and_is_bounded() -> None:
     cache.clear_memory_caches()
 
 
+class _Sized:
+    def __init__(self, size: int) -> None:
+        self.size = size
+
+    def memory_estimate(self) -> int:
+        return self.size
+
+
+def test_memoized_compile_is_bounded_by_memory(monkeypatch: pytest.MonkeyPatch) -> None:
+    """Least recently used out first once the kept objects' estimates add up to more
+    than MAX_COMPILED_MEMORY; the newest stays even alone over it; sizes that grew after
+    they were kept (a constraint grows as decoding meets new states, and says so with
+    note_growth) are asked again."""
+    cache.clear_memory_caches()
+    monkeypatch.setattr(cache, "MAX_COMPILED_MEMORY", 1000)
+    a = cache.memoized_compile(("sized", "a"), lambda: _Sized(400))
+    b = cache.memoized_compile(("sized", "b"), lambda: _Sized(400))
+    assert cache.memoized_compile(("sized", "a"), lambda: _Sized(1)) is a  # now the newest
+    cache.memoized_compile(("sized", "c"), lambda: _Sized(400))  # 1,200 bytes: b goes
+    assert cache.memoized_compile(("sized", "a"), lambda: _Sized(1)) is a
+    assert cache.memoized_compile(("sized", "b"), lambda: _Sized(400)) is not b
+    # Alone over the budget: kept, and everything older goes.
+    huge = cache.memoized_compile(("sized", "huge"), lambda: _Sized(5000))
+    assert list(cache._compiled.values()) == [huge]
+    # Growth after being kept, as decoding reports it: a is small when kept, then holds
+    # 900 bytes.
+    cache.clear_memory_caches()
+    a = cache.memoized_compile(("sized", "a"), lambda: _Sized(100))
+    cache.memoized_compile(("sized", "b"), lambda: _Sized(100))
+    a.size = 900
+    cache.note_growth(800)
+    cache.memoized_compile(("sized", "c"), lambda: _Sized(100))  # 1,100 bytes: a goes
+    assert [v.size for v in cache._compiled.values()] == [100, 100]  # type: ignore[attr-defined]
+    cache.clear_memory_caches()
+
+
+def test_compiled_constraints_estimate_their_memory(vocab: Vocabulary) -> None:
+    """A compiled constraint's estimate grows with the masks it memoizes, and the cache
+    hears of the growth."""
+    compiled = compile_regex(r"[a-z]{1,40}@[a-z]{1,40}\.com", vocab)
+    before, grown = compiled.memory_estimate(), cache._memory.grown
+    m = compiled.matcher()
+    for byte in b"abc@def.co":
+        m.advance(byte)
+        m.allowed_token_ids()
+    assert compiled.memory_estimate() > before > 0
+    assert cache._memory.grown > grown
+
+
 def test_recurring_cache_keeps_from_the_second_offer_and_is_bounded() -> None:
     c = cache.RecurringCache(capacity=2, sightings=3)
     for key in "abc":

@@ -590,6 +590,55 @@ def test_head_plans_give_the_walks_masks(schema: dict[str, Any], qwen_vocab: Voc
 
 
 
+def test_memoized_masks_and_plans_stay_within_their_budget(qwen_vocab: Vocabulary) -> None:
+    """Past ``max_memory`` bytes the memos are forgotten and masks made again: the same
+    masks as with no budget to speak of, and what is held stays near the budget."""
+    if not walk_kernel.available():
+        pytest.skip("numba not installed")
+    from constrain import compile_json_schema
+
+    automaton = compile_json_schema(NESTED_SCHEMAS["nested-objects"], qwen_vocab).automaton
+    free = TokenMasks(automaton, qwen_vocab)
+    row = 4 * mask_words(qwen_vocab.size)
+    tight = TokenMasks(automaton, qwen_vocab, max_memory=40 * row)
+    forgotten: list[int] = []
+    forget = tight.forget
+    tight.forget = lambda: (forgotten.append(tight.memory_bytes()), forget())[1]  # type: ignore[method-assign]
+    for state in walk_states(automaton, seed=5, walks=12, max_len=40):
+        assert np.array_equal(free.mask(state), tight.mask(state)), state
+        # One mask's plans (a few dozen rows at most here) beyond the budget, no more.
+        assert tight.memory_bytes() <= tight.max_memory + 64 * row
+    assert forgotten and min(forgotten) > tight.max_memory
+    assert free.memory_bytes() > 2 * tight.max_memory  # the budget did bind
+    assert tight.memory_estimate() >= tight.memory_bytes() * 0.5
+
+
+def test_a_compiled_constraint_keeps_its_masks_within_max_mask_memory(
+        qwen_vocab: Vocabulary) -> None:
+    """``AutomatonOptions.max_mask_memory`` reaches the constraint's masks: matchers
+    under a tight budget allow the same tokens at every step of a random walk."""
+    from constrain import compile_json_schema
+    from constrain.automaton import AutomatonOptions
+
+    schema = NESTED_SCHEMAS["nested-objects"]
+    row = 4 * mask_words(qwen_vocab.size)
+    tight = compile_json_schema(schema, qwen_vocab,
+                                options=AutomatonOptions(max_mask_memory=30 * row))
+    free = compile_json_schema(schema, qwen_vocab)
+    assert tight is not free
+    rng = np.random.default_rng(11)
+    for _ in range(6):
+        a, b = tight.matcher(), free.matcher()
+        for _ in range(60):
+            allowed = a.allowed_token_ids()
+            assert np.array_equal(allowed, b.allowed_token_ids())
+            token = int(rng.choice(allowed))
+            if token in qwen_vocab.eos_token_ids:
+                break
+            assert a.advance(token) and b.advance(token)
+    assert tight._masks.memory_bytes() <= 30 * row + 64 * row < free._masks.memory_bytes()
+
+
 def test_a_head_that_may_be_empty_splits_from_its_tail(qwen_vocab: Vocabulary) -> None:
     """After ``{"age": 3`` the number may go on or end: its rest is a head that may be
     empty, split from the object's tail; the mask adds the tail's own tokens (``,``,
