@@ -345,14 +345,19 @@ def test_memoized_compile_is_bounded_by_memory(monkeypatch: pytest.MonkeyPatch) 
 def test_compiled_constraints_estimate_their_memory(vocab: Vocabulary) -> None:
     """A compiled constraint's estimate grows with the masks it memoizes, and the cache
     hears of the growth."""
-    compiled = compile_regex(r"[a-z]{1,40}@[a-z]{1,40}\.com", vocab)
+    from constrain import compile_json_schema
+
+    cache.clear_memory_caches()  # a constraint compiled and walked by another test is kept
+    compiled = compile_json_schema({"type": "object", "properties": {
+        "name": {"type": "string"}, "tags": {"type": "array"}}}, vocab)
     before, grown = compiled.memory_estimate(), cache._memory.grown
     m = compiled.matcher()
-    for byte in b"abc@def.co":
-        m.advance(byte)
+    for byte in b'{"name": "ab", "tags": [1':
+        assert m.advance(byte)
         m.allowed_token_ids()
     assert compiled.memory_estimate() > before > 0
     assert cache._memory.grown > grown
+    cache.clear_memory_caches()
 
 
 def test_recurring_cache_keeps_from_the_second_offer_and_is_bounded() -> None:
