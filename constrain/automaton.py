@@ -211,6 +211,7 @@ class Automaton:
             self.terms = start.terms.fork(self.options.max_terms, nullable_by_index)
             self._converted = start._converted.copy()
             self._char_cache = start._char_cache.copy()
+            self._utf8_memo = start._utf8_memo.copy()
             self._utf8_star = start._utf8_star
             done = start.rule_terms[:len(library.rules)]  # type: ignore[union-attr]
         self._lazy_source = _LazyTerms(self)
@@ -1406,6 +1407,11 @@ def _library_start(library: ir.RuleLibrary, options: AutomatonOptions) -> Automa
             for expr in library.common:  # each under its own id: alt() flattened them
                 found._convert(expr, start)
             found.utf8_star()  # what every complement is intersected with
+            # Whether the library's expressions are valid UTF-8 by construction: a JSON
+            # string's inside is asked about in every object with unlisted keys, and
+            # walking it took ~35 µs of each compile (3.5 µs copied).
+            for expr in (*library.rules.values(), *library.common):
+                ir.only_utf8(expr, found._utf8_memo)
             # Heads made of library terms (a key's characters, a string's inside) are
             # fingerprinted to share their mask plans: their parts' ids come forked.
             terms = found.terms
