@@ -79,7 +79,6 @@ class CompiledConstraint:
         self._eos_only = eos_only_words(vocab)
         if self.automaton.start == Automaton.DEAD:
             raise GrammarError("the constraint's language is empty: nothing can be generated")
-        self.automaton.terms.settle()  # the start's emptiness searches are over
         # A small regular language (most regexes and choice sets) is built whole now: a
         # path through it meets almost all of its states anyway, and with every row known
         # each new mask is one trie walk instead of rounds of walking and building. Its

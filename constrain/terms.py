@@ -54,9 +54,6 @@ _ESTIMATE_WEIGHT = 8
 # Pairs of positions TermStore._fewest_units may visit before leaving the question to the
 # emptiness search (a pattern's automaton times a character's few positions).
 _FEWEST_UNITS_BUDGET = 20_000
-# Derivatives made since the last settling below which settle() leaves them as they are.
-_SETTLE_AFTER = 50_000
-
 Pieces = list[tuple[int, int]] | tuple[tuple[int, int], ...]
 # For each rule reference that may come first: (rule, successor after the rule's text).
 Refs = tuple[tuple[int, int], ...]
@@ -99,8 +96,10 @@ class TermStore:
         self._open_flag: list[bool] = [False, False]
         self._ids: dict[tuple[object, ...], int] = {}
         self._seqs: dict[tuple[int, int], int] = {}
-        self._derivatives: dict[int, Derivative] = {}
-        self._settled = 0  # derivatives when _settle last ran
+        # Each term's derivative is kept as two flat tuples of pairs in two tables (see
+        # derivative): the pieces, and the refs where there are any.
+        self._derivatives: dict[int, tuple[tuple[int, int], ...]] = {}
+        self._derivative_refs: dict[int, Refs] = {}
         self._byte_derivatives: dict[tuple[int, int], tuple[int, Refs]] = {}
         self._live: dict[int, bool] = {EMPTYSET: False, EPS: True}
         self._single_chars: dict[int, tuple[int, bool]] = {}
@@ -769,23 +768,6 @@ class TermStore:
             self._live[s] = result
         return result
 
-    def settle(self) -> None:
-        """Turn the derivative tables' lists into tuples where many were made since the
-        last call (see :func:`_frozen`), for a store that is done growing for now (a
-        compile's emptiness searches are over). Lists keep the collector's full
-        collections geometric while a search grows the store; kept afterwards (a compiled
-        constraint in a cache), they made every later full collection in the process walk
-        them: ~550,000 tracked objects after Handwritten/allOfPProp5, 534 ms a collection
-        instead of 66. Tuples of numbers the collector stops tracking. Settled inside the
-        searches instead, that compile took 10-15% longer (collections came sooner)."""
-        derivatives = self._derivatives
-        if len(derivatives) <= self._settled + _SETTLE_AFTER:
-            return
-        for term, (pieces, refs) in derivatives.items():
-            if type(pieces) is list:
-                derivatives[term] = (tuple(pieces), refs)
-        self._settled = len(derivatives)
-
     def _search_live(self, term: int) -> bool:
         # Depth first and best first in turn. Depth first alone follows one branch of a
         # recursion down forever (an object inside an object..., each level a new term)
@@ -1297,9 +1279,22 @@ class TermStore:
         """``(pieces, refs)``: disjoint ``(byte set, successor)`` pairs, and for each rule
         reference that may come first, the successor after that rule's text."""
         found = self._derivatives.get(term)
-        if found is None:
-            found = self._derivatives[term] = _frozen(self._derive(term))
-        return found
+        if found is not None:
+            return found, self._derivative_refs.get(term, ())
+        pieces, made_refs = self._derive(term)
+        # Tuples of pairs of numbers, each table's entry one level deep: the collector
+        # stops tracking them in the young generations, so however many a compile's
+        # emptiness searches make, they never reach the old one. Kept together as
+        # (pieces, refs), or as lists, every entry did: each full collection walked them
+        # all (~550,000 objects after Handwritten/allOfPProp5), and tuples nested two
+        # deep were untracked only by the full collections they had triggered, which then
+        # came at a fixed count instead of a growing one.
+        found = self._derivatives[term] = tuple(pieces)
+        refs: Refs = (made_refs if type(made_refs) is tuple
+                      else tuple(made_refs.items()))  # type: ignore[union-attr]
+        if refs:
+            self._derivative_refs[term] = refs
+        return found, refs
 
     def _derive(self, term: int) -> tuple[Pieces, dict[int, int] | Refs]:
         kind = self._kind[term]
@@ -1387,7 +1382,8 @@ class TermStore:
             whole = self._derivatives.get(term)
             if whole is not None:  # a row of some state had it derived: read the piece
                 bit = 1 << byte
-                found = (next((n for bits, n in whole[0] if bits & bit), EMPTYSET), whole[1])
+                found = (next((n for bits, n in whole if bits & bit), EMPTYSET),
+                         self._derivative_refs.get(term, ()))
             else:
                 nxt, refs = self._derive_byte(term, byte)
                 found = (nxt, refs if type(refs) is tuple else tuple(refs.items()))  # type: ignore[union-attr]
@@ -1565,20 +1561,6 @@ class TermStore:
         if kind == _LAZY:
             return f"<lazy {args[0]!r}>"
         return f"<rule {args[0]}>"
-
-
-def _frozen(derivative: tuple[Pieces, Any]) -> Derivative:
-    """A derivative with its refs as ``(rule, successor)`` pairs.
-
-    The pieces stay a list on purpose. Memo entries made only of tuples get untracked by
-    the garbage collector, but nested tuples only at a full collection. That keeps the
-    tracked heap small, so the full collections that entries entering the old generation
-    trigger come at a fixed count instead of a growing one. Each of them still walks the
-    store's big containers, so a long search became quadratic: an emptiness search of
-    40,000 terms took 16.3 s instead of 12.7 s. Lists keep the entries tracked and the
-    collections geometric."""
-    pieces, refs = derivative
-    return pieces, (refs if type(refs) is tuple else tuple(refs.items()))
 
 
 class _StructureIds:
