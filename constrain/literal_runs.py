@@ -21,7 +21,8 @@ the text, and the mask engine walks it as usual from the trie nodes where the te
 >>> a = Automaton(Grammar.single(seq(literal("key"), star(char_range("a", "z")))))
 >>> runs = LiteralRuns(a)
 >>> chain, first = runs.lookup(a.start)
->>> len(chain.items), first, chain.after == a.step_bytes(a.start, b"key")
+>>> items, after = chain
+>>> len(items), first, after == a.step_bytes(a.start, b"key")
 (3, 0, True)
 >>> inside = a.step_bytes(a.start, b"k")
 >>> runs.lookup(inside)[0] is chain, runs.lookup(inside)[1]  # the same text, from "e"
@@ -29,8 +30,6 @@ the text, and the mask engine walks it as usual from the trie nodes where the te
 """
 
 from __future__ import annotations
-
-from typing import NamedTuple
 
 import numpy as np
 
@@ -45,12 +44,11 @@ _MAX_ITEMS = 128
 _LOW64 = (1 << 64) - 1
 
 
-class TextChain(NamedTuple):
-    """One text: the ids of its items in :class:`LiteralRuns`' table (int32), and the
-    automaton state once all are read (``None`` where nothing follows)."""
-
-    items: np.ndarray
-    after: int | None
+TextChain = tuple[np.ndarray, "int | None"]
+"""One text: the ids of its items in :class:`LiteralRuns`' table (int32), and the
+automaton state once all are read (``None`` where nothing follows). A plain tuple, as the
+memo entries holding it: the collector stops tracking those, never a named tuple (a
+schema's first instance kept ~2,700 of them, Github_ultra/o53885)."""
 
 
 class LiteralRuns:
@@ -91,9 +89,8 @@ class LiteralRuns:
         else:
             found = self._by_start.get((text.top, text.below))
             if found is None:
-                chain = TextChain(
-                    np.array([self._item_id(item) for item in text.items], dtype=np.int32),
-                    text.after)
+                chain = (np.array([self._item_id(item) for item in text.items],
+                                  dtype=np.int32), text.after)
                 for position, start in enumerate(text.starts):
                     self._by_start.setdefault((start, text.below), (chain, position))
                 found = (chain, 0)

@@ -574,21 +574,21 @@ class TokenMasks:
         :mod:`constrain.literal_runs`), from every root or from ``source``'s seeds: the
         tokens read within the text, then those that go on past it, walked in the state
         after it from the nodes where the text ends."""
-        chain, first = text
+        (items, after), first = text
         words = np.zeros(self.words, dtype=np.uint32)
         assert self._walk is not None and self._literals is not None  # compiled walk only
-        ends = self._walk.text(self._literals, chain.items, first,
+        ends = self._walk.text(self._literals, items, first,
                                None if source is None else source[_SEEDS], words)
-        if chain.after is None:  # nothing follows: it may end where the text does
+        if after is None:  # nothing follows: it may end where the text does
             return words, ends if with_exits else None
         exits: np.ndarray | None = _NO_NODES if with_exits else None
         if len(ends):
             read = (_NO_WORDS, ends, self._children(ends))  # only its seeds are read
-            onward = self._seeded_plan(chain.after, read, with_exits)
+            onward = self._seeded_plan(after, read, with_exits)
             words |= onward[_WORDS]
             if with_exits:
                 exits = onward[_EXITS]
-                if self.automaton.is_accepting(chain.after):
+                if self.automaton.is_accepting(after):
                     exits = np.unique(np.concatenate([exits, ends]))
         return words, exits
 
