@@ -203,13 +203,19 @@ class Automaton:
         start = _library_start(library, self.options) if library is not None else None
         if start is None:
             self.terms = TermStore(self.options.max_terms, nullable_by_index)
-            self._converted: dict[int, tuple[ir.Expr, int]] = {}
+            # Terms by node id, and the nodes converted, held so that their ids stay
+            # theirs: in a list, the memo's entries are numbers the collector does not
+            # track (as (node, term) pairs, ~6,000 a heavy schema's first instance made
+            # stayed tracked for every later full collection).
+            self._converted: dict[int, int] = {}
+            self._converted_nodes: list[ir.Expr] = []
             self._char_cache: dict[tuple[tuple[int, int], ...], int] = {}
             self._utf8_star: int | None = None
             done: list[int] = []
         else:
             self.terms = start.terms.fork(self.options.max_terms, nullable_by_index)
             self._converted = start._converted.copy()
+            self._converted_nodes = start._converted_nodes.copy()
             self._char_cache = start._char_cache.copy()
             self._utf8_memo = start._utf8_memo.copy()
             self._utf8_star = start._utf8_star
@@ -260,7 +266,7 @@ class Automaton:
         key = id(expr)
         found = self._converted.get(key)
         if found is not None:
-            return found[1]
+            return found
         t = self.terms
         kind = type(expr)
         if kind is ir.Chars:
@@ -308,8 +314,8 @@ class Automaton:
             result = self._lazy(expr, rule)
         else:
             raise GrammarError(f"not a grammar expression: {expr!r}", rule)
-        # Holding expr keeps its id from being reused by another node during conversion.
-        self._converted[key] = (expr, result)
+        self._converted[key] = result
+        self._converted_nodes.append(expr)
         return result
 
     def _complement(self, expr: ir.Not, rule: str, bounded: bool) -> int:
