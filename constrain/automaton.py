@@ -66,14 +66,16 @@ _FIT_LIVENESS_BUDGET = 2_000
 
 class HeadSplit(NamedTuple):
     """See :meth:`Automaton.head_split`: the head's state, whether the tail may match the
-    empty string (then the state may end where its head does), the tail's state, and
-    whether the head may match the empty string (then every token of the tail's state is
-    one of the state's too)."""
+    empty string (then the state may end where its head does), whether the head may
+    match the empty string (then every token of the tail's state is one of the state's
+    too), and the tail as a stack and a term on top of it (its state is made on request,
+    by :meth:`Automaton.split_tail`)."""
 
     head: int
     tail_can_end: bool
-    tail_state: Callable[[], int]
-    head_can_be_empty: bool = False
+    head_can_be_empty: bool
+    rest: int
+    tail: int
 
 
 class CountedRun(NamedTuple):
@@ -253,6 +255,11 @@ class Automaton:
         self._fits: dict[tuple[int, int], tuple[int | None, int]] = {}
         self._bits_of_state: dict[int, int] = {}
         self._state_of_bits: dict[int, int] = {}
+        # Per state, what alternatives() and head_split() found: a mask's plan asks again
+        # from every source that reaches the state (half their calls in a sample). Plain
+        # tuples of numbers, so the collector stops tracking them.
+        self._alternatives_found: dict[tuple[int, int], tuple[int, ...] | None] = {}
+        self._splits_found: dict[int, tuple[int, bool, bool, int, int] | None] = {}
         self._rows[self.DEAD] = self.DEAD
         self._accepting = np.zeros(64, dtype=bool)
         start_rule = self._rule_index[grammar.start]
@@ -1027,7 +1034,7 @@ class Automaton:
                 row[_bit_positions(bits)] = target
         return table
 
-    def alternatives(self, state: int, limit: int) -> list[int] | None:
+    def alternatives(self, state: int, limit: int) -> tuple[int, ...] | None:
         """:meth:`members` where they have structure; ``None`` as well when the members
         are lexical (see :meth:`head_split`): alternatives of a regex, a choice set or an
         enum share their prefixes and are cheaper walked together.
@@ -1036,14 +1043,22 @@ class Automaton:
         that have written different members so far, the branches of an ``anyOf`` alive
         after different prefixes), so what is learnt about it is shared.
         """
+        key = (state, limit)
+        try:
+            return self._alternatives_found[key]
+        except KeyError:
+            pass
         config = self._configs[state]
         t, frames = self.terms, self._stack_frames
-        if all(s == EMPTY_STACK or (t.is_lexical(frames[s][0]) and frames[s][1] == EMPTY_STACK)
-               for s in config):
-            return None
-        if len(config) == 1 and t.is_lexical(frames[config[0]][0]):
-            return None
-        return self.members(state, limit)
+        found: tuple[int, ...] | None = None
+        if not (all(s == EMPTY_STACK
+                    or (t.is_lexical(frames[s][0]) and frames[s][1] == EMPTY_STACK)
+                    for s in config)
+                or (len(config) == 1 and t.is_lexical(frames[config[0]][0]))):
+            members = self.members(state, limit)
+            found = None if members is None else tuple(members)
+        self._alternatives_found[key] = found
+        return found
 
     def fingerprint(self, state: int) -> Fingerprint | None:
         """For a state that is one lexical term and nothing after it (a head, see
@@ -1139,6 +1154,21 @@ class Automaton:
         so far, a member inside different callers), so what a walk learns inside it is
         shared. ``None`` where there is nothing to split (several stacks, no tail).
         """
+        try:
+            found = self._splits_found[state]
+        except KeyError:
+            found = self._splits_found[state] = self._find_head_split(state)
+        return None if found is None else HeadSplit(*found)
+
+    def split_tail(self, split: HeadSplit) -> int:
+        """The state of ``split``'s tail. Made only when some token goes past the head:
+        making it builds a lazy tail (an object's next members, say) that nothing else
+        may ever need."""
+        with self._lock:
+            stack = split.rest if split.tail == EPS else self._push(split.rest, split.tail)
+            return self._intern(_config((stack,)))
+
+    def _find_head_split(self, state: int) -> tuple[int, bool, bool, int, int] | None:
         config = self._configs[state]
         if len(config) != 1:
             return None
@@ -1180,15 +1210,7 @@ class Automaton:
                 return None
             head = self._intern((head_stack,))
         tail_can_end = t.nullable(tail) and self._stack_can_end_flags[rest]
-
-        def tail_state() -> int:
-            # Made only when some token goes past the head: making it builds a lazy tail
-            # (an object's next members, say) that nothing else may ever need.
-            with self._lock:
-                tail_stack = rest if tail == EPS else self._push(rest, tail)
-                return self._intern(_config((tail_stack,)))
-
-        return HeadSplit(head, tail_can_end, tail_state, can_be_empty)
+        return head, tail_can_end, can_be_empty, rest, tail
 
     def build_all(self, limit: int) -> bool:
         """Build the row of every state reachable from the start, when the grammar is a

@@ -530,7 +530,7 @@ class TokenMasks:
             words = inner[_WORDS]
             assert inner[_SEEDS] is not None  # a plan made with exits has seeds
             if len(inner[_SEEDS]):
-                onward = self._seeded_plan(split.tail_state(), inner, with_exits)
+                onward = self._seeded_plan(automaton.split_tail(split), inner, with_exits)
                 words = words | onward[_WORDS]
                 ends = onward[_EXITS] if with_exits else None  # a memo may hold exits
             elif with_exits:
@@ -538,7 +538,7 @@ class TokenMasks:
             if ends is not None and split.tail_can_end:  # it may end where its head does
                 ends = np.unique(np.concatenate([ends, inner[_EXITS]]))
             if split.head_can_be_empty:  # every token of the tail alone
-                after = self._plan(split.tail_state(), with_exits)
+                after = self._plan(automaton.split_tail(split), with_exits)
                 words = words | after[_WORDS]
                 if ends is not None:
                     ends = np.unique(np.concatenate([ends, after[_EXITS]]))
@@ -657,13 +657,13 @@ class TokenMasks:
             words = inner[_WORDS]
             ends = _NO_NODES if with_exits else None
             if inner[_SEEDS] is not None and len(inner[_SEEDS]):
-                onward = self._seeded_plan(split.tail_state(), inner, with_exits)
+                onward = self._seeded_plan(automaton.split_tail(split), inner, with_exits)
                 words = words | onward[_WORDS]
                 ends = onward[_EXITS] if with_exits else None  # a memo may hold exits
             if ends is not None and split.tail_can_end:
                 ends = np.unique(np.concatenate([ends, inner[_EXITS]]))
             if split.head_can_be_empty:
-                after = self._seeded_plan(split.tail_state(), source, with_exits)
+                after = self._seeded_plan(automaton.split_tail(split), source, with_exits)
                 words = words | after[_WORDS]
                 if ends is not None:
                     ends = np.unique(np.concatenate([ends, after[_EXITS]]))
