@@ -1173,10 +1173,14 @@ STEP_SCHEMAS = [
      "$ref": "#/$defs/t"},
     {"type": "string", "pattern": "^[a-c]+x?$", "maxLength": 4},
     {"not": {"type": "string", "enum": ["ab", "abc"]}},
+    # Unlisted keys: a string less the listed keys, an intersection with a complement.
+    {"type": "object", "properties": {"ab": {"type": "integer"}, "b\u00e9": {"const": 1}},
+     "additionalProperties": {"type": "boolean"}, "minProperties": 1},
 ]
 
 
-@pytest.mark.parametrize("schema", STEP_SCHEMAS, ids=["object", "recursive", "pattern", "not"])
+@pytest.mark.parametrize("schema", STEP_SCHEMAS,
+                         ids=["object", "recursive", "pattern", "not", "unlisted-keys"])
 def test_single_byte_steps_reach_the_rows_states(schema: dict) -> None:
     """Leaving a state by one byte without building its row reaches the very state (the
     same number) its row would give, for every byte: so a matcher following tokens and a
