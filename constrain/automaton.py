@@ -458,11 +458,7 @@ class Automaton:
         found = self._config_ids.get(config)
         if found is not None:
             return found
-        if len(config) > self.options.max_stacks_per_state:
-            raise ResourceLimitError(
-                "max_stacks_per_state", self.options.max_stacks_per_state,
-                "the grammar is too ambiguous: too many candidate parses are alive at once",
-            )
+        self._check_stacks(config)
         ident = len(self._configs)
         if ident >= self.options.max_states:
             raise ResourceLimitError(
@@ -477,6 +473,13 @@ class Automaton:
         self._accepting[ident] = (flags[config[0]] if len(config) == 1
                                   else any(flags[s] for s in config))
         return ident
+
+    def _check_stacks(self, config: Config) -> None:
+        if len(config) > self.options.max_stacks_per_state:
+            raise ResourceLimitError(
+                "max_stacks_per_state", self.options.max_stacks_per_state,
+                "the grammar is too ambiguous: too many candidate parses are alive at once",
+            )
 
     def _grow_rows(self) -> None:
         """Double the row table. Only the rows in use are copied; each new one is set when
@@ -659,7 +662,9 @@ class Automaton:
 
         A state whose row is not built is left by that byte alone (see
         :meth:`TermStore.derivative_byte`), without building its row: a matcher following
-        a token passes through states nothing else needs the rows of.
+        a token passes through states nothing else needs the rows of; and from there on,
+        until a state with a row, on its stacks, without making a state for each byte
+        (see :meth:`_step_through`).
         """
         rows, steps = self._rows, self._steps
         for i, byte in enumerate(data):
@@ -670,12 +675,38 @@ class Automaton:
             else:
                 found = steps.get((state, byte))
                 if found is None:
+                    if i + 1 < len(data):
+                        return self._step_through(state, data[i:])
                     found = self._step(state, byte)
                 state = found
                 rows = self._rows  # building may have grown the table
             if state == self.DEAD:
                 return state
         return state
+
+    def _step_through(self, state: int, data: bytes) -> int:
+        """:meth:`step_bytes` from a state without a row, by more than one byte: each byte
+        on the configuration's stacks, and a state made only where the bytes end (or where
+        one with a row is met). Made at every byte, the states inside a token (the middle
+        of a key, of a value's text) were a third of the states of a MaskBench sample,
+        each with its entry in the row table, and nothing but the token's own step
+        memo (:meth:`CompiledConstraint.token_step
+        <constrain.compiler.CompiledConstraint.token_step>`) ever read them."""
+        _ensure_recursion_limit()
+        with self._lock:
+            config = self._configs[state]
+            for i, byte in enumerate(data):
+                pieces: list[tuple[int, Stack]] = []
+                for stack in config:
+                    self._stack_pieces(stack, pieces, byte)
+                config = _config(stack for _, stack in pieces)
+                if not config:
+                    return self.DEAD
+                known = self._config_ids.get(config)
+                if known is not None and self._rows.item(known, 0) >= 0:
+                    return self.step_bytes(known, data[i + 1:])
+                self._check_stacks(config)
+            return self._intern(config)
 
     def _step_members(self, state: int, data: bytes) -> int:
         """:meth:`step_bytes` from a state of an :attr:`exponential` automaton that has

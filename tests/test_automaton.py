@@ -967,9 +967,25 @@ def test_empty_language_inside_repeat_and_seq_is_not_offered() -> None:
 def test_max_states_budget_raises_resource_limit() -> None:
     a = Automaton(g1(repeat(char_range("0", "9"), 1, 1000)), AutomatonOptions(max_states=10))
     with pytest.raises(ResourceLimitError) as info:
-        a.matches(b"1" * 100)
+        state = a.start
+        for _ in range(100):  # a row per count, a state per row
+            state = a.step(state, ord("1"))
     assert info.value.limit == "max_states" and info.value.value == 10
     assert isinstance(info.value, ConstrainError) and isinstance(info.value, RuntimeError)
+
+
+def test_stepping_through_bytes_makes_a_state_only_where_they_end() -> None:
+    """A token's bytes from a state without a row go through its stacks: one state at
+    the end, the very one the rows reach byte by byte."""
+    a = Automaton(g1(seq(repeat(char_range("0", "9"), 1, 1000), literal("x"))))
+    made = a.num_states
+    end = a.step_bytes(a.start, b"1" * 100)
+    assert a.num_states == made + 1
+    assert a.step_bytes(a.start, b"1" * 100 + b"y") == Automaton.DEAD
+    state = a.start
+    for _ in range(100):
+        state = a.step(state, ord("1"))
+    assert state == end and a.is_accepting(a.step(end, ord("x")))
 
 
 def test_max_states_too_small_for_start() -> None:
