@@ -190,19 +190,29 @@ class Automaton:
             names = [*library.rules, *(n for n in names if n not in library.rules)]
         self._rule_names = names
         self._rule_index = {name: i for i, name in enumerate(names)}
-        rule_nullable = _rule_fixpoint(grammar, _expr_nullable)
+        start = _library_start(library, self.options) if library is not None else None
+        # The library's rules are the grammar's and reference only each other: what its
+        # own automaton found about them holds here (each fixpoint took two passes over
+        # them per compile).
+        settled_nullable: dict[str, bool] = {}
+        settled_productive: dict[str, bool] = {}
+        if start is not None and library is not None:
+            settled_nullable = {n: start._rule_nullable[n] for n in library.rules}
+            settled_productive = {n: start._rule_productive[n] for n in library.rules}
+        self._rule_nullable: dict[str, bool] = _rule_fixpoint(
+            grammar, _expr_nullable, settled_nullable)
         # A rule that can never finish (recursion without a base case) has an empty
         # language; its references become the empty set so no path leads into it.
         self._productive_memo: dict[int, tuple[ir.Expr, bool]] = {}
         known = self._productive_memo
-        self._rule_productive = _rule_fixpoint(
-            grammar, lambda expr, rules: _expr_productive(expr, rules, known))
-        nullable_by_index = [rule_nullable[n] for n in names]
+        self._rule_productive: dict[str, bool] = _rule_fixpoint(
+            grammar, lambda expr, rules: _expr_productive(expr, rules, known),
+            settled_productive)
+        nullable_by_index = [self._rule_nullable[n] for n in names]
         self._parts_memo: dict[int, tuple[tuple[ir.Expr, ...], bool]] = {}
         self._live_memo: dict[int, tuple[ir.Expr, bool]] = {}
         self._shortest_memo: dict[int, tuple[ir.Expr, int]] = {}
         self._utf8_memo: dict[int, tuple[ir.Expr, bool]] = {}
-        start = _library_start(library, self.options) if library is not None else None
         if start is None:
             self.terms = TermStore(self.options.max_terms, nullable_by_index)
             # Terms by node id, and the nodes converted, held so that their ids stay
@@ -1483,14 +1493,22 @@ def _library_start(library: ir.RuleLibrary, options: AutomatonOptions) -> Automa
 
 
 def _rule_fixpoint(
-    grammar: ir.Grammar, holds: Callable[[ir.Expr, dict[str, bool]], bool]
+    grammar: ir.Grammar, holds: Callable[[ir.Expr, dict[str, bool]], bool],
+    settled: dict[str, bool],
 ) -> dict[str, bool]:
-    """The least fixpoint of a rule property (nullable, productive) over references."""
+    """The least fixpoint of a rule property (nullable, productive) over references,
+    given its values on the ``settled`` rules (a library's: see :func:`_library_start`)."""
     result = dict.fromkeys(grammar.rules, False)
+    open_rules: dict[str, ir.Expr] = {}
+    for name, expr in grammar.rules.items():
+        if name in settled:
+            result[name] = settled[name]
+        else:
+            open_rules[name] = expr
     changed = True
     while changed:
         changed = False
-        for name, expr in grammar.rules.items():
+        for name, expr in open_rules.items():
             if not result[name] and holds(expr, result):
                 result[name] = True
                 changed = True

@@ -693,6 +693,11 @@ LIBRARY_USERS = [
     ({"pair": seq(ref("name"), literal(":"), ref("value")), "name": plus(char_range("a", "c"))},
      "pair"),
     ({"start": alt(ref("value"), seq(literal("("), ref("start"), literal(")")))}, "start"),
+    # A nullable rule of its own (named as the library's own start rule is), and one that
+    # never finishes: the library's rules are settled, the grammar's still found.
+    ({"library.common": star(ref("value")),
+      "start": alt(seq(ref("library.common"), literal(".")), seq(literal("!"), ref("never"))),
+      "never": seq(literal("("), ref("never"))}, "start"),
 ]
 
 
@@ -702,9 +707,13 @@ def test_grammars_including_a_library_match_as_without_it(
         own: Mapping[str, Expr], start: str, first: bool) -> None:
     shared = Automaton(_with_list_library(own, start, first, LIST_LIBRARY))
     plain = Automaton(_with_list_library(own, start, first, None))
-    for s in strings_over([b"key=", b"[", b"x", b",", b"]", b"a", b":", b"(", b")"], 4):
+    assert shared._rule_nullable == plain._rule_nullable
+    assert shared._rule_productive == plain._rule_productive
+    for s in strings_over([b"key=", b"[", b"x", b",", b"]", b"a", b":", b"(", b")", b".",
+                           b"!"], 4):
         assert shared.matches(s) == plain.matches(s), s
-    for s in (b"key=[x,[x,[]]]", b"abc:[x]", b"((x))", b"(([x,x]))", b"key=[x,]"):
+    for s in (b"key=[x,[x,[]]]", b"abc:[x]", b"((x))", b"(([x,x]))", b"key=[x,]", b".",
+              b"x[x]."):
         assert shared.matches(s) == plain.matches(s) == oracle_match(plain.grammar, s), s
 
 
