@@ -709,7 +709,10 @@ class Automaton:
                 pieces: list[tuple[int, Stack]] = []
                 for stack in config:
                     self._stack_pieces(stack, pieces, byte)
-                config = _config(stack for _, stack in pieces)
+                if len(pieces) == 1:  # the usual case: no set to sort
+                    config = () if pieces[0][1] == DEAD_STACK else (pieces[0][1],)
+                else:
+                    config = _config(stack for _, stack in pieces)
                 if not config:
                     return self.DEAD
                 known = self._config_ids.get(config)

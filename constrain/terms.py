@@ -111,6 +111,7 @@ class TermStore:
         self._fingerprints: dict[int, int] = {}  # term -> structure id
         self._fingerprint_generation = -1
         self._alphabets: dict[int, int] = {}
+        self._first_bytes: dict[int, int] = {}  # term -> see first_bytes
         # Lazy terms: what their source was given for each (see lazy), and what each
         # stands for once built.
         self._lazy_source: LazySource | None = None
@@ -1413,7 +1414,12 @@ class TermStore:
                     out_refs[r] = self.alt([out_refs[r], n]) if r in out_refs else n
             return out, out_refs
         if kind == _ALT:
-            parts = [self.derivative_byte(i, byte) for i in args]  # type: ignore[arg-type]
+            # Only the alternatives that may start with the byte: the others derive to
+            # nothing (a key trie's branches but one, at every byte a token steps through).
+            bit = 1 << byte
+            first = self.first_bytes
+            parts = [self.derivative_byte(i, byte) for i in args  # type: ignore[arg-type]
+                     if first(i) & bit]  # type: ignore[arg-type]
             merged_refs: dict[int, int] = {}
             for _, refs in parts:
                 for r, n in refs:
@@ -1468,6 +1474,47 @@ class TermStore:
                 bits |= self._alphabets[p]  # type: ignore[index, operator]
             self._alphabets[t] = bits  # type: ignore[assignment]
         return self._alphabets[term]
+
+    def first_bytes(self, term: int) -> int:
+        """The bytes a string of ``term`` may start with, as a 256-bit set; every byte
+        where a rule reference, a lazy term or a complement may come first. A byte
+        outside it derives ``term`` to ``EMPTYSET`` with no refs (memoized).
+
+        >>> store = TermStore()
+        >>> ab = store.seq(store.repeat(store.byte_set([0x61]), 0, None), store.byte_set([0x62]))
+        >>> [chr(b) for b in range(256) if store.first_bytes(ab) >> b & 1]
+        ['a', 'b']
+        """
+        found = self._first_bytes.get(term)
+        if found is not None:
+            return found
+        kind, args = self._kind[term], self._args[term]
+        bits: int
+        if kind == _BYTES:
+            bits = args[0]  # type: ignore[assignment]
+        elif kind == _EMPTYSET or kind == _EPS:
+            bits = 0
+        elif kind == _SEQ:
+            head, tail = cast(tuple[int, int], args)
+            bits = self.first_bytes(head)
+            if self._nullable[head] and bits != ALL_BYTES:
+                bits |= self.first_bytes(tail)
+        elif kind == _ALT:
+            bits = 0
+            for item in cast(tuple[int, ...], args):
+                bits |= self.first_bytes(item)
+                if bits == ALL_BYTES:
+                    break
+        elif kind == _REP:
+            bits = self.first_bytes(args[0])  # type: ignore[arg-type]
+        elif kind == _AND:
+            bits = ALL_BYTES
+            for item in cast(tuple[int, ...], args):
+                bits &= self.first_bytes(item)
+        else:  # a complement, a rule reference, a lazy term
+            bits = ALL_BYTES
+        self._first_bytes[term] = bits
+        return bits
 
     def free_prefix(self, term: int) -> int:
         """The byte set ``x`` when ``term`` is ``x*`` or ``x*·tail`` for a class ``x`` of

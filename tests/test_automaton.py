@@ -55,7 +55,7 @@ from constrain.grammar import (
     star,
 )
 from constrain.regex import parse_regex
-from constrain.terms import _AND, TermStore
+from constrain.terms import _AND, _LAZY, EMPTYSET, TermStore
 from constrain.terms import EPS as EMPTY_STRING
 from constrain.vocab import Vocabulary
 
@@ -1101,6 +1101,27 @@ def test_random_ir_matches_oracle(expr: Expr, extra: list[bytes]) -> None:
         assert a.matches(s) == oracle_match(grammar, s), (s, expr)
     if a.start != DEAD:
         live_states_check(a, limit=150)
+
+
+@settings(max_examples=80, deadline=None, suppress_health_check=[HealthCheck.too_slow])
+@given(expr=random_exprs)
+def test_first_bytes_hold_every_byte_a_derivative_takes(expr: Expr) -> None:
+    """A byte outside a term's first bytes derives it to nothing (the byte derivative of
+    a union skips such members), for every term an automaton made."""
+    a = Automaton(g1(expr))
+    a.step_bytes(a.start, b"ab\xc3\xa9a")  # a few more terms, made by stepping
+    terms = a.terms
+    for term in range(len(terms)):
+        if terms._kind[term] == _LAZY:
+            continue
+        first = terms.first_bytes(term)
+        pieces, refs = terms.derivative(term)
+        taken = 0
+        for bits, nxt in pieces:
+            if nxt != EMPTYSET:
+                taken |= bits
+        assert not taken & ~first, (term, terms.show(term))
+        assert not refs or first == (1 << 256) - 1
 
 
 @settings(max_examples=150, deadline=None)
