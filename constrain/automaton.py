@@ -255,7 +255,9 @@ class Automaton:
         self._configs: list[Config] = [()]
         self._config_ids: dict[Config, int] = {(): self.DEAD}
         self._rows = np.full((64, 256), -1, dtype=np.int32)
-        self._steps: dict[tuple[int, int], int] = {}  # single steps of states without a row
+        # Single steps of states without a row, by ``state << 8 | byte`` (a number: no
+        # tuple for the collector to count).
+        self._steps: dict[int, int] = {}
         # The distinct live successors of each built row, as it was built (build_all walks
         # them; reading them back from a 256-entry row costs more than the row took).
         self._successors: dict[int, tuple[int, ...]] = {}
@@ -268,7 +270,7 @@ class Automaton:
         # Per state, what alternatives() and head_split() found: a mask's plan asks again
         # from every source that reaches the state (half their calls in a sample). Plain
         # tuples of numbers, so the collector stops tracking them.
-        self._alternatives_found: dict[tuple[int, int], tuple[int, ...] | None] = {}
+        self._alternatives_found: dict[int, tuple[int, ...] | None] = {}
         self._splits_found: dict[int, tuple[int, bool, bool, int, int] | None] = {}
         self._rows[self.DEAD] = self.DEAD
         self._accepting = np.zeros(64, dtype=bool)
@@ -683,7 +685,7 @@ class Automaton:
             elif self.exponential:
                 return self._step_members(state, data[i:] if i else data)
             else:
-                found = steps.get((state, byte))
+                found = steps.get(state << 8 | byte)
                 if found is None:
                     if i + 1 < len(data):
                         return self._step_through(state, data[i:])
@@ -789,7 +791,7 @@ class Automaton:
                 self._stack_pieces(stack, pieces, byte)
             stacks = _config(stack for _, stack in pieces)
             target = self._intern(stacks) if stacks else self.DEAD
-            self._steps[(state, byte)] = target
+            self._steps[state << 8 | byte] = target
             return target
 
     def is_accepting(self, state: int) -> bool:
@@ -1087,11 +1089,15 @@ class Automaton:
         that have written different members so far, the branches of an ``anyOf`` alive
         after different prefixes), so what is learnt about it is shared.
         """
-        key = (state, limit)
-        try:
-            return self._alternatives_found[key]
-        except KeyError:
-            pass
+        if limit > 0xFFFF:  # beyond the memo's keys (masks ask for at most 64)
+            return self._find_alternatives(state, limit)
+        key = state << 16 | limit  # a number: see _steps
+        found = self._alternatives_found.get(key, False)
+        if found is False:
+            found = self._alternatives_found[key] = self._find_alternatives(state, limit)
+        return found  # type: ignore[return-value]
+
+    def _find_alternatives(self, state: int, limit: int) -> tuple[int, ...] | None:
         config = self._configs[state]
         t, frames = self.terms, self._stack_frames
         found: tuple[int, ...] | None = None
@@ -1101,7 +1107,6 @@ class Automaton:
                 or (len(config) == 1 and t.is_lexical(frames[config[0]][0]))):
             members = self.members(state, limit)
             found = None if members is None else tuple(members)
-        self._alternatives_found[key] = found
         return found
 
     def fingerprint(self, state: int) -> Fingerprint | None:
@@ -1198,11 +1203,10 @@ class Automaton:
         so far, a member inside different callers), so what a walk learns inside it is
         shared. ``None`` where there is nothing to split (several stacks, no tail).
         """
-        try:
-            found = self._splits_found[state]
-        except KeyError:
+        found = self._splits_found.get(state, False)
+        if found is False:
             found = self._splits_found[state] = self._find_head_split(state)
-        return None if found is None else HeadSplit(*found)
+        return None if found is None else HeadSplit(*found)  # type: ignore[misc]
 
     def split_tail(self, split: HeadSplit) -> int:
         """The state of ``split``'s tail. Made only when some token goes past the head:

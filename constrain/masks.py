@@ -131,8 +131,9 @@ class TokenMasks:
             if trie is None else None,
         ) if self.use_compiled else None)
         self._plans: dict[int, _Plan] = {}
-        # Seeded plans by state and seeds (see _seeded_plan), each kept with its seeds.
-        self._seeded: dict[tuple[int, int], tuple[np.ndarray, _Plan]] = {}
+        # Seeded plans by ``state << 64 | id(seeds)`` (a number, not a tuple for the
+        # collector to count; see _seeded_plan), each kept with its seeds.
+        self._seeded: dict[int, tuple[np.ndarray, _Plan]] = {}
         # One array per set of seeds, by the exits they are the children of (see
         # _children): plans of different states often end at the same trie nodes (every
         # string value where its quote closes), and what is walked from there is shared.
@@ -646,7 +647,7 @@ class TokenMasks:
         """
         seeds = source[_SEEDS]
         assert seeds is not None  # a source is a plan made with exits
-        key = (state, id(seeds))
+        key = state << 64 | id(seeds)
         found = self._seeded.get(key)
         if found is not None and (found[1][_EXITS] is not None or not with_exits):
             return found[1]

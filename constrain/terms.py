@@ -95,12 +95,17 @@ class TermStore:
         # structure (an object's members, a recursive value); one without is lexical.
         self._open_flag: list[bool] = [False, False]
         self._ids: dict[tuple[object, ...], int] = {}
-        self._seqs: dict[tuple[int, int], int] = {}
+        # Concatenations made, by ``a << 32 | b`` (numbers: see _byte_derivatives; no
+        # store reaches 2**32 terms).
+        self._seqs: dict[int, int] = {}
         # Each term's derivative is kept as two flat tuples of pairs in two tables (see
         # derivative): the pieces, and the refs where there are any.
         self._derivatives: dict[int, tuple[tuple[int, int], ...]] = {}
         self._derivative_refs: dict[int, Refs] = {}
-        self._byte_derivatives: dict[tuple[int, int], tuple[int, Refs]] = {}
+        # By ``term << 8 | byte``: the successor alone where there are no refs, else
+        # (successor, refs). Numbers, not tuples, where they can be: each tuple a memo
+        # keeps counts towards the collector's next young collection.
+        self._byte_derivatives: dict[int, int | tuple[int, Refs]] = {}
         self._live: dict[int, bool] = {EMPTYSET: False, EPS: True}
         self._single_chars: dict[int, tuple[int, bool]] = {}
         self._exact_multibyte: dict[int, bool] = {}
@@ -222,11 +227,11 @@ class TermStore:
         # Derivatives rebuild the same concatenations over and over; re-nesting a long
         # left operand is the costly part, so the result is remembered per pair.
         seqs = self._seqs
-        found = seqs.get((a, b))
+        found = seqs.get(a << 32 | b)
         if found is not None:
             return found
         if self._kind[a] != _SEQ:
-            result = seqs[(a, b)] = self._make(_SEQ, (a, b),
+            result = seqs[a << 32 | b] = self._make(_SEQ, (a, b),
                                                self._nullable[a] and self._nullable[b])
             return result
         # Down a's right spine to the first suffix already joined to b (or its last item),
@@ -236,18 +241,18 @@ class TermStore:
         while kind[a] == _SEQ:
             suffixes.append(a)
             a = args[a][1]  # type: ignore[assignment]
-            found = seqs.get((a, b))
+            found = seqs.get(a << 32 | b)
             if found is not None:
                 result = found
                 break
         else:
             result = self._make(_SEQ, (a, b), self._nullable[a] and self._nullable[b])
-            seqs[(a, b)] = result
+            seqs[a << 32 | b] = result
         nullable = self._nullable
         for suffix in reversed(suffixes):
             head = args[suffix][0]
             result = self._make(_SEQ, (head, result), nullable[head] and nullable[result])  # type: ignore[call-overload]
-            seqs[(suffix, b)] = result
+            seqs[suffix << 32 | b] = result
         return result
 
     def seq_all(self, items: Iterable[int]) -> int:
@@ -1377,19 +1382,22 @@ class TermStore:
         builds every piece's: a matcher stepping through a token it was allowed needs only
         those (memoized per term and byte).
         """
-        key = (term, byte)
+        key = term << 8 | byte
         found = self._byte_derivatives.get(key)
         if found is None:
             whole = self._derivatives.get(term)
             if whole is not None:  # a row of some state had it derived: read the piece
                 bit = 1 << byte
-                found = (next((n for bits, n in whole if bits & bit), EMPTYSET),
-                         self._derivative_refs.get(term, ()))
+                nxt = next((n for bits, n in whole if bits & bit), EMPTYSET)
+                refs: Refs = self._derivative_refs.get(term, ())
             else:
-                nxt, refs = self._derive_byte(term, byte)
-                found = (nxt, refs if type(refs) is tuple else tuple(refs.items()))  # type: ignore[union-attr]
-            self._byte_derivatives[key] = found
-        return found
+                nxt, made = self._derive_byte(term, byte)
+                refs = made if type(made) is tuple else tuple(made.items())  # type: ignore[union-attr]
+            self._byte_derivatives[key] = (nxt, refs) if refs else nxt
+            return nxt, refs
+        if type(found) is int:
+            return found, ()
+        return found  # type: ignore[return-value]
 
     def _derive_byte(self, term: int, byte: int) -> tuple[int, dict[int, int] | Refs]:
         kind = self._kind[term]
