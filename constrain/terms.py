@@ -157,6 +157,23 @@ class TermStore:
 
     # -- construction ------------------------------------------------------------------
 
+    def _make_seq(self, head: int, tail: int) -> int:
+        """The concatenation term ``head·tail`` for a ``head`` that is no concatenation,
+        registered in ``_seqs`` by number only (see :meth:`seq`): half the terms a
+        decoding makes are concatenations, and a tuple key each in ``_ids`` counted
+        towards the collector's young collections."""
+        key = head << 32 | tail
+        found = self._seqs.get(key)
+        if found is not None:
+            return found
+        flags, unbounded = self._boolean_flag, self._unbounded_flag
+        found = self._seqs[key] = self._append(
+            _SEQ, (head, tail), self._nullable[head] and self._nullable[tail],
+            flags[head] or flags[tail], self._ref_flag[head] or self._ref_flag[tail],
+            self._open_flag[head] or self._open_flag[tail],
+            unbounded[head] or unbounded[tail])
+        return found
+
     def _make(self, kind: int, args: tuple[object, ...], nullable: bool) -> int:
         key = (kind, *args)
         found = self._ids.get(key)
@@ -164,12 +181,7 @@ class TermStore:
             return found
         flags, refs, opens = self._boolean_flag, self._ref_flag, self._open_flag
         unbounded = self._unbounded_flag
-        if kind == _SEQ:
-            boolean = flags[args[0]] or flags[args[1]]  # type: ignore[call-overload]
-            has_ref = refs[args[0]] or refs[args[1]]  # type: ignore[call-overload]
-            is_open = opens[args[0]] or opens[args[1]]  # type: ignore[call-overload]
-            loops = unbounded[args[0]] or unbounded[args[1]]  # type: ignore[call-overload]
-        elif kind in (_AND, _NOT, _ALT):
+        if kind in (_AND, _NOT, _ALT):
             # map, not generator expressions: unions of dozens of members are common.
             boolean = kind != _ALT or any(map(flags.__getitem__, args))  # type: ignore[arg-type]
             has_ref = any(map(refs.__getitem__, args))  # type: ignore[arg-type]
@@ -183,11 +195,12 @@ class TermStore:
         else:
             boolean = loops = False
             has_ref = is_open = kind == _REF
-        return self._append(key, kind, args, nullable, boolean, has_ref, is_open, loops)
+        found = self._ids[key] = self._append(kind, args, nullable, boolean, has_ref,
+                                              is_open, loops)
+        return found
 
-    def _append(self, key: tuple[object, ...], kind: int, args: tuple[object, ...],
-                nullable: bool, boolean: bool, has_ref: bool, is_open: bool,
-                loops: bool = False) -> int:
+    def _append(self, kind: int, args: tuple[object, ...], nullable: bool, boolean: bool,
+                has_ref: bool, is_open: bool, loops: bool = False) -> int:
         ident = len(self._kind)
         if ident >= self.max_terms:
             raise ResourceLimitError(
@@ -200,7 +213,6 @@ class TermStore:
         self._ref_flag.append(has_ref)
         self._open_flag.append(is_open)
         self._unbounded_flag.append(loops)
-        self._ids[key] = ident
         return ident
 
     def bytes_term(self, bits: int) -> int:
@@ -231,9 +243,7 @@ class TermStore:
         if found is not None:
             return found
         if self._kind[a] != _SEQ:
-            result = seqs[a << 32 | b] = self._make(_SEQ, (a, b),
-                                               self._nullable[a] and self._nullable[b])
-            return result
+            return self._make_seq(a, b)
         # Down a's right spine to the first suffix already joined to b (or its last item),
         # then back up: a loop, since concatenations are as deep as they are long.
         kind, args = self._kind, self._args
@@ -246,12 +256,9 @@ class TermStore:
                 result = found
                 break
         else:
-            result = self._make(_SEQ, (a, b), self._nullable[a] and self._nullable[b])
-            seqs[a << 32 | b] = result
-        nullable = self._nullable
+            result = self._make_seq(a, b)
         for suffix in reversed(suffixes):
-            head = args[suffix][0]
-            result = self._make(_SEQ, (head, result), nullable[head] and nullable[result])  # type: ignore[call-overload]
+            result = self._make_seq(args[suffix][0], result)  # type: ignore[arg-type]
             seqs[suffix << 32 | b] = result
         return result
 
@@ -442,7 +449,8 @@ class TermStore:
             self._lazy_source = source
         elif source is not self._lazy_source:
             raise ValueError("a store's lazy terms must all come from one source")
-        ident = self._append(full_key, _LAZY, (key,), nullable, boolean, has_ref, True)
+        ident = self._ids[full_key] = self._append(_LAZY, (key,), nullable, boolean,
+                                                   has_ref, True)
         self._lazy_payloads[ident] = payload
         return ident
 
