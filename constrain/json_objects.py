@@ -360,18 +360,18 @@ def _any_order(syn: JsonSyntax, members: Sequence[Member], required: Sequence[bo
         found = memo.get(seen)
         if found is None:
             done = seen & must == must
-            left = any(not seen & bit[i] for i in track)
-            # A partial, as in member_rest: a closure was five tracked objects per set.
-            found = memo[seen] = Lazy(
-                (family, seen), partial(build_after, seen, done, left), nullable=done,
-                parts=parts, needs=(required_left(seen),))
-        return found
+            left = [i for i in track if not seen & bit[i]]
 
-    def build_after(seen: int, done: bool, left: bool) -> Expr:
-        options = [EMPTY] if done else []
-        if left:
-            options.append(seq(syn.comma, next_member(seen)))
-        return seq(more_others, alt(*options))
+            def build() -> Expr:
+                options = [EMPTY] if done else []
+                if left:
+                    options.append(seq(syn.comma, next_member(seen)))
+                return seq(more_others, alt(*options))
+
+            found = memo[seen] = Lazy(
+                (family, seen), build, nullable=done, parts=parts,
+                needs=(required_left(seen),))
+        return found
 
     first = [next_member(0)] if track else []
     if untracked:
