@@ -700,9 +700,9 @@ class Automaton:
         """:meth:`step_bytes` from a state without a row, by more than one byte: each byte
         on the configuration's stacks, and a state made only where the bytes end (or where
         one with a row is met). Made at every byte, the states inside a token (the middle
-        of a key, of a value's text) were a third of the states of a MaskBench sample,
-        each with its entry in the row table, and nothing but the token's own step
-        memo (:meth:`CompiledConstraint.token_step
+        of a key, of a value's text) were a fifth of the states of five heavy MaskBench
+        schemas with their instances, each with its entry in the row table, and nothing
+        but the token's own step memo (:meth:`CompiledConstraint.token_step
         <constrain.compiler.CompiledConstraint.token_step>`) ever read them."""
         _ensure_recursion_limit()
         with self._lock:
