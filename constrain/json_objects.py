@@ -321,16 +321,18 @@ def _any_order(syn: JsonSyntax, members: Sequence[Member], required: Sequence[bo
     parts = (Seq((syn.comma, syn.colon, other, *(members[i].value for i in track))),)
     family = object()  # names this object's nodes
     memo: dict[int, Expr] = {}
-    unwritten: dict[int, Expr] = {}
+    unwritten: dict[int, tuple[Expr]] = {}
 
-    def required_left(seen: int) -> Expr:
+    def required_left(seen: int) -> tuple[Expr]:
         """The required values not in ``seen``, as one expression made once per set: the
         needs of every node after ``seen`` hold it instead of each value, which would cost
-        each set of keys written the square of the keys."""
+        each set of keys written the square of the keys. In a tuple of its own, made once
+        too: the nodes' needs share it (a tuple per node stayed tracked by the collector
+        as long as the constraint lived)."""
         found = unwritten.get(seen)
         if found is None:
-            found = unwritten[seen] = Seq(tuple(
-                members[i].value for i in track if required[i] and not seen & bit[i]))
+            found = unwritten[seen] = (Seq(tuple(
+                members[i].value for i in track if required[i] and not seen & bit[i])),)
         return found
 
     def next_member(seen: int) -> Expr:
@@ -341,12 +343,12 @@ def _any_order(syn: JsonSyntax, members: Sequence[Member], required: Sequence[bo
         return syn.keyed([(members[i].key, member_rest(seen | bit[i], i, left))  # type: ignore
                           for i in track if not seen & bit[i]], shared_runs=seen != 0)
 
-    def member_rest(seen: int, i: int, left: Expr) -> Expr:
+    def member_rest(seen: int, i: int, left: tuple[Expr]) -> Expr:
         """Member ``i``'s colon and value, then what may follow once ``seen`` (which holds
         ``i``) is written: lazy, so that a value (often a whole object) is built only when
         decoding reaches its key, not with the key trie it hangs from. ``left`` holds the
         required values not written before ``i``."""
-        needs = (left,) if required[i] else (members[i].value, left)
+        needs = left if required[i] else (members[i].value, *left)
         # A partial, not a closure: one tracked object instead of four, for each of
         # thousands of nodes that live as long as their constraint (see Lazy).
         return Lazy((family, seen, i), partial(member_value, seen, i),
@@ -370,7 +372,7 @@ def _any_order(syn: JsonSyntax, members: Sequence[Member], required: Sequence[bo
 
             found = memo[seen] = Lazy(
                 (family, seen), build, nullable=done, parts=parts,
-                needs=(required_left(seen),))
+                needs=required_left(seen))
         return found
 
     first = [next_member(0)] if track else []
