@@ -710,7 +710,9 @@ class Automaton:
         of a key, of a value's text) were a fifth of the states of five heavy MaskBench
         schemas with their instances, each with its entry in the row table, and nothing
         but the token's own step memo (:meth:`CompiledConstraint.token_step
-        <constrain.compiler.CompiledConstraint.token_step>`) ever read them."""
+        <constrain.compiler.CompiledConstraint.token_step>`) ever read them. The bytes
+        are not memoized here: stepping through the same bytes again (``matches`` on
+        strings that share a prefix) derives them again from the terms' memos."""
         _ensure_recursion_limit()
         with self._lock:
             config = self._configs[state]
