@@ -217,24 +217,29 @@ class Automaton:
         self._parts_memo: dict[int, tuple[tuple[ir.Expr, ...], bool]] = {}
         self._live_memo: dict[int, tuple[ir.Expr, bool]] = {}
         self._shortest_memo: dict[int, tuple[ir.Expr, int]] = {}
+        # Terms by node id, and the nodes converted, held so that their ids stay theirs:
+        # in a list, the memo's entries are numbers the collector does not track (as
+        # (node, term) pairs, ~6,000 a heavy schema's first instance made stayed tracked
+        # for every later full collection).
+        self._converted_nodes: list[ir.Expr] = []
         self._utf8_memo: dict[int, tuple[ir.Expr, bool]] = {}
+        self._char_cache: dict[tuple[tuple[int, int], ...], int] = {}
+        # A library's own memos, read where this automaton's miss. Copied into each
+        # compile's, they were ~7,000 of the ~12,000 references each young collection
+        # during a median compile followed (its nodes stay held by the library's
+        # automaton, which the grammar keeps alive through its library).
+        self._library_chars: dict[tuple[tuple[int, int], ...], int] = {}
+        self._library_utf8: dict[int, tuple[ir.Expr, bool]] | None = None
         if start is None:
             self.terms = TermStore(self.options.max_terms, nullable_by_index)
-            # Terms by node id, and the nodes converted, held so that their ids stay
-            # theirs: in a list, the memo's entries are numbers the collector does not
-            # track (as (node, term) pairs, ~6,000 a heavy schema's first instance made
-            # stayed tracked for every later full collection).
             self._converted: dict[int, int] = {}
-            self._converted_nodes: list[ir.Expr] = []
-            self._char_cache: dict[tuple[tuple[int, int], ...], int] = {}
             self._utf8_star: int | None = None
             done: list[int] = []
         else:
             self.terms = start.terms.fork(self.options.max_terms, nullable_by_index)
-            self._converted = start._converted.copy()
-            self._converted_nodes = start._converted_nodes.copy()
-            self._char_cache = start._char_cache.copy()
-            self._utf8_memo = start._utf8_memo.copy()
+            self._converted = start._converted.copy()  # numbers only: not tracked
+            self._library_chars = start._char_cache
+            self._library_utf8 = start._utf8_memo
             self._utf8_star = start._utf8_star
             done = start.rule_terms[:len(library.rules)]  # type: ignore[union-attr]
         self._lazy_source = _LazyTerms(self)
@@ -325,7 +330,7 @@ class Automaton:
             # (the string of an unlisted key, once off every listed key), instead of a
             # new intersection at every step.
             bounded = any(type(i) is ir.Not for i in expr.items) and any(
-                ir.only_utf8(i, self._utf8_memo) for i in expr.items)
+                self._only_utf8(i) for i in expr.items)
             items = [self._complement(i, rule, bounded) if type(i) is ir.Not
                      else self._convert(i, rule) for i in expr.items]
             self._forbid_refs(items, "intersection", rule)
@@ -414,8 +419,18 @@ class Automaton:
             self._utf8_star = self.terms.repeat(self._chars(ir.ANY_CHAR.ranges), 0, None)
         return self._utf8_star
 
+    def _only_utf8(self, expr: ir.Expr) -> bool:
+        """:func:`~constrain.grammar.only_utf8`, memoized; the library's memo is copied
+        in at the first question (few compiles ask any)."""
+        if self._library_utf8 is not None:
+            self._utf8_memo = self._library_utf8.copy()
+            self._library_utf8 = None
+        return ir.only_utf8(expr, self._utf8_memo)
+
     def _chars(self, ranges: tuple[tuple[int, int], ...]) -> int:
         found = self._char_cache.get(ranges)
+        if found is None:
+            found = self._library_chars.get(ranges)
         if found is not None:
             return found
         t = self.terms

@@ -199,15 +199,19 @@ class ObjectSpec:
         pats = list(self.patterns)
         meets = {(p, q): overlap(p, q) for p, q in itertools.combinations(pats, 2)}
         out: list[frozenset[str]] = []
+        return out if _extend_regions(pats, meets, (), 0, out) else None
 
-        def extend(chosen: tuple[str, ...], start: int) -> bool:
-            out.append(frozenset(chosen))
-            if len(out) > MAX_REGIONS:
-                return False
-            return all(extend((*chosen, pats[i]), i + 1) for i in range(start, len(pats))
-                       if all(meets[(c, pats[i])] for c in chosen))
 
-        return out if extend((), 0) else None
+def _extend_regions(pats: list[str], meets: dict[tuple[str, str], bool], chosen: tuple[str, ...],
+                    start: int, out: list[frozenset[str]]) -> bool:
+    """Add ``chosen`` and each set it grows into with patterns from ``start`` on that meet
+    all of it to ``out``; False past :data:`MAX_REGIONS` (see :meth:`ObjectSpec.regions`).
+    A function, not a closure calling itself: that was a cycle per object."""
+    out.append(frozenset(chosen))
+    if len(out) > MAX_REGIONS:
+        return False
+    return all(_extend_regions(pats, meets, (*chosen, pats[i]), i + 1, out)
+               for i in range(start, len(pats)) if all(meets[(c, pats[i])] for c in chosen))
 
 
 def _py_search(pattern: str, key: str) -> bool:

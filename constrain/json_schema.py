@@ -152,7 +152,11 @@ def schema_to_grammar(schema: Any, options: JsonSchemaOptions | None = None) -> 
     from .json_compiler import Compiler
 
     options = options or JsonSchemaOptions()
-    return Compiler(load_schema(schema), options).grammar()
+    compiler = Compiler(load_schema(schema), options)
+    try:
+        return compiler.grammar()
+    finally:
+        compiler.close()
 
 
 def load_schema(schema: Any) -> Any:

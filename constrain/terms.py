@@ -84,16 +84,20 @@ class TermStore:
 
     def __init__(self, max_terms: int = 2_000_000, rule_nullable: Iterable[bool] = ()) -> None:
         self.max_terms = max_terms
-        self._kind: list[int] = [_EMPTYSET, _EPS]
+        # Per term, by id: its kind and flags, in bytearrays (0 or 1 for a flag). Lists
+        # were containers the collector followed item by item at every collection they
+        # were young in: a fork's copies were half the references each young collection
+        # of a median compile followed, and a heavy schema's lists hold 100,000 terms.
+        self._kind = bytearray((_EMPTYSET, _EPS))
         self._args: list[tuple[object, ...]] = [(), ()]
-        self._nullable: list[bool] = [False, True]
+        self._nullable = bytearray((False, True))
         # Whether an intersection or complement occurs inside (only those can be empty
         # without being EMPTYSET, see is_live).
-        self._boolean_flag: list[bool] = [False, False]
-        self._ref_flag: list[bool] = [False, False]  # whether a rule reference occurs inside
+        self._boolean_flag = bytearray(2)
+        self._ref_flag = bytearray(2)  # whether a rule reference occurs inside
         # Whether a rule reference or a lazy term occurs inside: such a term is a piece of
         # structure (an object's members, a recursive value); one without is lexical.
-        self._open_flag: list[bool] = [False, False]
+        self._open_flag = bytearray(2)
         self._ids: dict[tuple[object, ...], int] = {}
         # Concatenations made, by ``a << 32 | b`` (numbers: see _byte_derivatives; no
         # store reaches 2**32 terms).
@@ -110,7 +114,7 @@ class TermStore:
         self._single_chars: dict[int, tuple[int, bool]] = {}
         self._exact_multibyte: dict[int, bool] = {}
         # Whether a repeat with no upper count occurs inside (see _unbounded).
-        self._unbounded_flag: list[bool] = [False, False]
+        self._unbounded_flag = bytearray(2)
         self._copy_dfas: dict[int, list[list[tuple[int, int]]] | None] = {}
         self._whole_copies: dict[tuple[int, int], bool] = {}  # (term, item) -> see _copies_hold
         self._fingerprints: dict[int, int] = {}  # term -> structure id
@@ -148,7 +152,7 @@ class TermStore:
             raise ValueError("a store with lazy terms cannot be forked")
         new = TermStore.__new__(TermStore)
         for name, value in vars(self).items():
-            if isinstance(value, (list, dict)):
+            if isinstance(value, (list, dict, bytearray)):
                 value = value.copy()
             setattr(new, name, value)
         new.max_terms = max_terms
@@ -199,8 +203,8 @@ class TermStore:
                                               is_open, loops)
         return found
 
-    def _append(self, kind: int, args: tuple[object, ...], nullable: bool, boolean: bool,
-                has_ref: bool, is_open: bool, loops: bool = False) -> int:
+    def _append(self, kind: int, args: tuple[object, ...], nullable: int, boolean: int,
+                has_ref: int, is_open: int, loops: int = False) -> int:
         ident = len(self._kind)
         if ident >= self.max_terms:
             raise ResourceLimitError(
@@ -477,11 +481,11 @@ class TermStore:
 
     def nullable(self, term: int) -> bool:
         """Whether ``term`` matches the empty string."""
-        return self._nullable[term]
+        return bool(self._nullable[term])
 
     def has_ref(self, term: int) -> bool:
         """Whether a rule reference occurs anywhere inside ``term``."""
-        return self._ref_flag[term]
+        return bool(self._ref_flag[term])
 
     def is_live(self, term: int) -> bool:
         """Whether ``term``'s language is non-empty.
@@ -758,7 +762,7 @@ class TermStore:
         rule references and lazy terms count as bounded). In a term with no intersection
         or complement every part matches something, so such a term matches infinitely
         many strings, and one without finitely many."""
-        return self._unbounded_flag[term]
+        return bool(self._unbounded_flag[term])
 
     def _sequence_is_live(self, term: int) -> bool:
         # Along the right spine in a loop, not by recursion: a long literal next to an
@@ -1193,7 +1197,7 @@ class TermStore:
         index = {} if ended == 0 else {item: 0}
         order = [item]
         states: list[list[tuple[int, int]]] = []
-        ends = [open_ends and self._nullable[item]]
+        ends = [open_ends and bool(self._nullable[item])]
         while len(states) < len(order):
             pieces, refs = self.derivative(order[len(states)])
             if refs:
@@ -1213,7 +1217,7 @@ class TermStore:
                         return None
                     target = index[nxt] = len(order)
                     order.append(nxt)
-                    ends.append(self._nullable[nxt])
+                    ends.append(bool(self._nullable[nxt]))
                 moves.append((bits, target))
             states.append(moves)
         return states, ends
