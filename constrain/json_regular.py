@@ -82,14 +82,8 @@ class Regularizer:
         self.pending = False
         """Whether a marker was left for a recursion still being compiled (see
         :meth:`finish`)."""
-        token = alt(syn.string, syn.number, syn.null, syn.true, syn.false,
-                    *(literal(c) for c in "[]{},:"), WS_CHAR)
-        self._tokens = star(token)
-        self._soup = {
-            VALUE_RULE: plus(token),
-            ARRAY_RULE: seq(literal("["), self._tokens, literal("]")),
-            OBJECT_RULE: seq(literal("{"), self._tokens, literal("}")),
-        }
+        # Made when an over-approximation first needs it: most compiles never do.
+        self._soup: dict[str, Expr] | None = None
 
     def under(self, expr: Expr) -> Expr:
         """A regular subset of ``expr`` (references unfolded ``depth`` times, then empty)."""
@@ -105,14 +99,25 @@ class Regularizer:
         return name.rsplit(".", 1)[-1] if name.endswith((".array", ".object")) else "value"
 
     def _soup_for(self, rule: str) -> Expr:
-        if rule in self._soup:
-            return self._soup[rule]
+        soup = self._soup
+        if soup is None:
+            syn = self.syn
+            token = alt(syn.string, syn.number, syn.null, syn.true, syn.false,
+                        *(literal(c) for c in "[]{},:"), WS_CHAR)
+            tokens = star(token)
+            soup = self._soup = {
+                VALUE_RULE: plus(token),
+                ARRAY_RULE: seq(literal("["), tokens, literal("]")),
+                OBJECT_RULE: seq(literal("{"), tokens, literal("}")),
+            }
+        if rule in soup:
+            return soup[rule]
         json_type = rule.rsplit(".", 1)[-1]
         if json_type == "array":
-            return self._soup[ARRAY_RULE]
+            return soup[ARRAY_RULE]
         if json_type == "object":
-            return self._soup[OBJECT_RULE]
-        return self._soup[VALUE_RULE]  # a scalar rule: any token sequence contains it
+            return soup[OBJECT_RULE]
+        return soup[VALUE_RULE]  # a scalar rule: any token sequence contains it
 
     def _walk(self, expr: Expr, over: bool, depth: int) -> Expr:
         if self.depth <= 0:
