@@ -57,6 +57,7 @@ __all__ = ["GROUP_KEYWORDS", "Combinators"]
 GROUP_KEYWORDS = ("dependentRequired", "dependentSchemas", "dependencies", "anyOf", "oneOf",
                   "if", "not")
 """Keywords expanded here, in this order."""
+_GROUP_SET = frozenset(GROUP_KEYWORDS)
 
 _SCALARS = ("null", "boolean", "number", "string")
 # Keywords that say nothing about objects (a schema made only of these and "required"/
@@ -97,6 +98,8 @@ class Combinators:
 
     def expand(self, flat: list[Node], negative: bool) -> Typed | None:
         """The language of ``flat`` if one of its schemas has a combinator, else ``None``."""
+        if not any(node.asserts_any(_GROUP_SET) for node in flat):
+            return None  # most schemas: one set operation each instead of a lookup a keyword
         for keyword in GROUP_KEYWORDS:
             for node in flat:
                 if node.has(keyword):

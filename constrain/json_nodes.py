@@ -201,7 +201,10 @@ def _base_of(resolver: Any) -> str:
     return str(getattr(resolver, "_base_uri", ""))
 
 
-@dataclass(frozen=True, eq=False)
+_NO_KEYWORDS: frozenset[str] = frozenset()
+
+
+@dataclass(frozen=True, eq=False, slots=True, init=False)
 class Node:
     """A sub-schema in its reference scope (see the module docstring)."""
 
@@ -210,7 +213,25 @@ class Node:
     base: str
     pointer: str
     dialect: Dialect = field(repr=False)
-    skip: frozenset[str] = frozenset()
+    skip: frozenset[str] = _NO_KEYWORDS
+    _asserting: frozenset[str] = field(default=_NO_KEYWORDS, repr=False)
+
+    # Written out, as the grammar's nodes are: the generated frozen __init__ sets each
+    # field through object.__setattr__ by name, and a compile makes a few nodes per
+    # property.
+    def __init__(self, schema: Any, resolver: Any, base: str, pointer: str, dialect: Dialect,
+                 skip: frozenset[str] = _NO_KEYWORDS) -> None:
+        setattr_ = object.__setattr__
+        setattr_(self, "schema", schema)
+        setattr_(self, "resolver", resolver)
+        setattr_(self, "base", base)
+        setattr_(self, "pointer", pointer)
+        setattr_(self, "dialect", dialect)
+        setattr_(self, "skip", skip)
+        # The keywords get() answers for: the dialect's, less those skipped (none for a
+        # boolean schema). Asked ~30 times a property, each a single membership test.
+        setattr_(self, "_asserting", (dialect.keywords - skip if skip else dialect.keywords)
+                 if isinstance(schema, dict) else _NO_KEYWORDS)
 
     @property
     def key(self) -> tuple[int, str, frozenset[str]]:
@@ -220,11 +241,14 @@ class Node:
     def get(self, keyword: str, default: Any = None) -> Any:
         """The value of an asserting ``keyword`` of this node (``default`` when absent,
         skipped, or not a keyword of the dialect)."""
-        if not isinstance(self.schema, dict) or keyword in self.skip:
-            return default
-        if keyword not in self.schema or keyword not in self.dialect.keywords:
-            return default
-        return self.schema[keyword]
+        if keyword in self._asserting:
+            return self.schema.get(keyword, default)
+        return default
+
+    def asserts_any(self, keywords: frozenset[str]) -> bool:
+        """Whether this node asserts one of ``keywords`` (as :meth:`has` would say)."""
+        return not self._asserting.isdisjoint(keywords.intersection(self.schema)) if (
+            self._asserting) else False
 
     def has(self, keyword: str) -> bool:
         return self.get(keyword, _MISSING) is not _MISSING
