@@ -463,6 +463,50 @@ def test_compilations_share_the_universe_library() -> None:
     assert shared.matches(b'{"tags": [1, {"a": [null]}]}')
 
 
+def _fresh_matches(schema: Any, text: str, options: JsonSchemaOptions | None = None) -> bool:
+    return Automaton(schema_to_grammar(schema, options)).matches(text.encode())
+
+
+def test_leaf_languages_are_shared_by_content_within_their_dialect_and_options() -> None:
+    """A leaf schema's language (scalars only, no references) is made once per content and
+    reused by later compiles (json_compiler._leaf_languages), but never across dialects or
+    options that change it, in either order."""
+    for first, second in ((D4, None), (None, D4)):
+        for dialect in (first, second):
+            schema = {"type": "object", "properties": {"n": {"type": "integer"}}}
+            if dialect is not None:
+                schema["$schema"] = dialect
+            # draft-04's integer is a JSON integer; from draft 6 on 1.0 is one too
+            assert _fresh_matches(schema, '{"n": 1.0}') == (dialect is None)
+            assert _fresh_matches(schema, '{"n": 1}')
+    shared = {"type": "object", "properties": {"a": {"type": "string"}, "b": {"type": "string"}}}
+    required = JsonSchemaOptions(escapes="required")
+    for options in (None, required, None):
+        assert _fresh_matches(shared, '{"a": "\\u0061", "b": "x"}', options) == (
+            options is None)
+    # a leaf in negative position (under "not") keeps its own entry
+    assert not _fresh_matches({"not": {"type": "string", "maxLength": 2}}, '"ab"')
+    assert _fresh_matches({"not": {"type": "string", "maxLength": 2}}, '"abc"')
+    assert _fresh_matches({"type": "string", "maxLength": 2}, '"ab"')
+
+
+def test_a_leaf_over_approximated_under_not_is_still_refused_in_place() -> None:
+    """Under ``not`` an unsupported pattern is dropped (a larger language, complemented:
+    the safe side); the same leaf in place is refused, even after that compile."""
+    backreference = {"type": "string", "pattern": "(a)\\1"}
+    assert _fresh_matches({"not": backreference}, "1")
+    with pytest.raises(UnsupportedSchemaError, match="pattern"):
+        schema_to_grammar(backreference)
+
+
+def test_each_compile_warns_for_its_own_unknown_formats() -> None:
+    """A language whose making warned is not shared: every compile that meets it warns."""
+    for _ in range(2):
+        with pytest.warns(UnknownFormatWarning, match="also-made-up"):
+            schema_to_grammar({"type": "object",
+                               "properties": {"a": {"type": "string", "format": "also-made-up"}}})
+
+
 @pytest.mark.parametrize("schema", [ARRAYS_FAILING_ITEMS, ONE_OF_ARRAYS, IF_ITEMS],
                          ids=["not-items", "oneOf-items", "if-items"])
 def test_arrays_failing_an_items_schema_need_no_regular_stand_in(schema: Any) -> None:
