@@ -103,6 +103,7 @@ _LEAF_KEYWORDS = frozenset({
 _SCALAR_TYPES = frozenset({"null", "boolean", "number", "integer", "string"})
 _SCALAR_VALUES = (str, int, float, bool, type(None))
 _LEAF_LANGUAGES_KEPT = 4096
+_LEAF_ARRAY_KEYWORDS = frozenset({"items", "minItems", "maxItems"})
 _leaf_languages: dict[tuple[Any, ...], Typed] = {}
 """Languages of leaf schemas (see :meth:`Compiler._leaf_key`) by their content, shared by
 every compile: ``{"type": "string"}`` under a description is most properties of most
@@ -144,6 +145,9 @@ class Compiler:
         self.syn = JsonSyntax(gap, options.escapes)
         self.refs = RefTracker()
         self._warned: set[str] = set()
+        # Warnings asked for, each time (warn_once says each only once): a language whose
+        # making asked for one is not shared with later compiles, which must warn too.
+        self._warnings_asked = 0
         self._synthetic: dict[Any, Any] = {}
         self._start()
         self.refs_in_and = (options.property_order == "any"
@@ -207,6 +211,7 @@ class Compiler:
                       ApproximationWarning, stacklevel=4)
 
     def warn_once(self, key: str, message: str, category: type[Warning]) -> None:
+        self._warnings_asked += 1
         if key not in self._warned:
             self._warned.add(key)
             warnings.warn(message, category, stacklevel=4)
@@ -235,7 +240,7 @@ class Compiler:
             if found is not None:
                 self._memo[key] = found
                 return found
-            warned = len(self._warned)
+            warned = self._warnings_asked
         name = self._fresh("schema:" + (flat[0].pointer if flat else "#"))
         types = self._possible_types(flat)
         act = _Active(name, Typed({t: ref(f"{name}.{t}") for t in types}))
@@ -250,43 +255,25 @@ class Compiler:
             result = Typed({t: ref(f"{name}.{t}") for t in result.types}, result.full,
                            result.values, result.keys, result.opaque)
         self._memo[key] = result
-        if content is not None and len(self._warned) == warned:  # each compile warns itself
+        if content is not None and self._warnings_asked == warned:  # each compile warns
             if len(_leaf_languages) >= _LEAF_LANGUAGES_KEPT:
                 _leaf_languages.clear()
             _leaf_languages[content] = result
         return result
 
     def _leaf_key(self, flat: list[Node], negative: bool) -> tuple[Any, ...] | None:
-        """What the language of ``flat`` depends on, where it is one schema of scalars
-        asserting only keywords of :data:`_LEAF_KEYWORDS` (a declared scalar type, or an
-        ``enum``/``const`` of scalars): the dialect, the options and those keywords' values.
-        Such a language holds no rule and no reference and is made the same way in every
-        compile. ``None`` for anything else, and under ``lenient``, whose warnings name
-        each place they apply to."""
+        """What the language of ``flat`` depends on, where it is one leaf schema (see
+        :func:`_leaf_content`): the dialect, the options, the position and the keywords'
+        values. Such a language holds no rule and no reference and is made the same way
+        in every compile. ``None`` for anything else, and under ``lenient``, whose
+        warnings name each place they apply to."""
         if len(flat) != 1 or self.options.lenient:
             return None
         node = flat[0]
-        schema = node.schema
-        if not isinstance(schema, dict):
+        content = _leaf_content(node.schema, self.dialect.keywords, node.skip)
+        if content is None:
             return None
-        asserted = [k for k in schema if node.has(k)]
-        if not _LEAF_KEYWORDS.issuperset(asserted):
-            return None
-        declared = schema.get("type") if "type" in asserted else None
-        if declared is not None:
-            names = [declared] if isinstance(declared, str) else declared
-            if not isinstance(names, list) or not _SCALAR_TYPES.issuperset(names):
-                return None
-        else:
-            values = ([schema["const"]] if "const" in asserted
-                      else schema.get("enum") if "enum" in asserted else None)
-            if not isinstance(values, list) or not all(
-                    isinstance(v, _SCALAR_VALUES) for v in values):
-                return None
-        # repr tells 1 from 1.0 and True (which a language may too); key order only
-        # costs sharing.
-        return (negative, self.dialect.name, self.options,
-                repr([(k, schema[k]) for k in asserted]))
+        return (negative, self.dialect.name, self.options, content)
 
     def synthetic(self, node: Node, key: Any, make: Any, *path: str | int) -> Node:
         """A compiler-made schema attached to ``node`` (built once, so memo keys hold)."""
@@ -717,3 +704,49 @@ def _declared_types(node: Node, integer: bool = False) -> set[str] | None:
             names.add("integer")
         return names
     return {"number" if t == "integer" else t for t in names}
+
+
+
+def _leaf_content(schema: Any, keywords: frozenset[str],
+                  skip: frozenset[str] = frozenset()) -> str | None:
+    """The asserting content of a leaf schema, as text (``repr``: it tells 1 from 1.0 and
+    True, as a language may); ``None`` where ``schema`` is not one. A leaf asserts only
+    :data:`_LEAF_KEYWORDS`, ``anyOf`` of leaves, and ``items`` (with ``minItems``,
+    ``maxItems``) of a leaf; it declares its types, all scalars or arrays of such items,
+    or lists scalar values (``enum``, ``const``) or branches (``anyOf``). No rule, no
+    reference and nothing compiled elsewhere (an object's keys) comes into its language.
+    Key order is kept: it only costs sharing."""
+    if not isinstance(schema, dict):
+        return None
+    out: list[tuple[str, Any]] = []
+    for k, v in schema.items():
+        if k not in keywords or k in skip:
+            continue  # annotations: no part of the language
+        if k in _LEAF_KEYWORDS or k in _LEAF_ARRAY_KEYWORDS:
+            if k == "items":
+                v = _leaf_content(v, keywords)
+                if v is None:
+                    return None
+            out.append((k, v))
+        elif k == "anyOf" and isinstance(v, list) and v:
+            branches = [_leaf_content(b, keywords) for b in v]
+            if None in branches:
+                return None
+            out.append((k, branches))
+        else:
+            return None
+    found = dict(out)
+    declared = found.get("type")
+    if declared is not None:
+        names = [declared] if isinstance(declared, str) else declared
+        if not isinstance(names, list) or not all(
+                n in _SCALAR_TYPES or (n == "array" and "items" in found) for n in names):
+            return None
+    elif "anyOf" not in found:
+        values = [found["const"]] if "const" in found else found.get("enum")
+        if not isinstance(values, list) or not all(
+                isinstance(v, _SCALAR_VALUES) for v in values):
+            return None
+    elif any(k in found for k in _LEAF_ARRAY_KEYWORDS):
+        return None  # array keywords without a declared type: "items" says nothing alone
+    return repr(out)

@@ -471,14 +471,22 @@ def test_leaf_languages_are_shared_by_content_within_their_dialect_and_options()
     """A leaf schema's language (scalars only, no references) is made once per content and
     reused by later compiles (json_compiler._leaf_languages), but never across dialects or
     options that change it, in either order."""
-    for first, second in ((D4, None), (None, D4)):
-        for dialect in (first, second):
-            schema = {"type": "object", "properties": {"n": {"type": "integer"}}}
-            if dialect is not None:
-                schema["$schema"] = dialect
-            # draft-04's integer is a JSON integer; from draft 6 on 1.0 is one too
-            assert _fresh_matches(schema, '{"n": 1.0}') == (dialect is None)
-            assert _fresh_matches(schema, '{"n": 1}')
+    leaves = [  # (leaf, an instance with 1.0 where draft 4 wants an integer)
+        ({"type": "integer"}, "1.0"),
+        ({"type": "array", "items": {"type": "integer"}, "maxItems": 2}, "[1, 1.0]"),
+        ({"anyOf": [{"type": "null"}, {"type": "integer", "minimum": 1}]}, "1.0"),
+        ({"items": {"type": "integer"}}, '{"a": 1}'),  # no type: not a leaf, any value
+    ]
+    for leaf, text in leaves:
+        for first, second in ((D4, None), (None, D4)):
+            for dialect in (first, second):
+                schema: dict[str, Any] = {"type": "object", "properties": {"n": dict(leaf)}}
+                if dialect is not None:
+                    schema["$schema"] = dialect
+                # draft-04's integer is a JSON integer; from draft 6 on 1.0 is one too
+                expected = dialect is None or "items" in leaf and "type" not in leaf
+                assert _fresh_matches(schema, f'{{"n": {text}}}') == expected, (leaf, dialect)
+                assert _fresh_matches(schema, '{"n": 1}') == ("array" not in str(leaf))
     shared = {"type": "object", "properties": {"a": {"type": "string"}, "b": {"type": "string"}}}
     required = JsonSchemaOptions(escapes="required")
     for options in (None, required, None):
@@ -501,10 +509,11 @@ def test_a_leaf_over_approximated_under_not_is_still_refused_in_place() -> None:
 
 def test_each_compile_warns_for_its_own_unknown_formats() -> None:
     """A language whose making warned is not shared: every compile that meets it warns."""
-    for _ in range(2):
+    made_up = {"type": "string", "format": "also-made-up"}
+    for _ in range(2):  # two places in one compile: it warns once, and shares nothing
         with pytest.warns(UnknownFormatWarning, match="also-made-up"):
             schema_to_grammar({"type": "object",
-                               "properties": {"a": {"type": "string", "format": "also-made-up"}}})
+                               "properties": {"a": dict(made_up), "b": dict(made_up)}})
 
 
 @pytest.mark.parametrize("schema", [ARRAYS_FAILING_ITEMS, ONE_OF_ARRAYS, IF_ITEMS],
