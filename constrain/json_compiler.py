@@ -103,6 +103,7 @@ _LEAF_KEYWORDS = frozenset({
 _SCALAR_TYPES = frozenset({"null", "boolean", "number", "integer", "string"})
 _SCALAR_VALUES = (str, int, float, bool, type(None))
 _LEAF_LANGUAGES_KEPT = 4096
+_LEAF_CONTENT_KEPT = 1024  # a long enum is rarely met twice, and its language is large
 _LEAF_ARRAY_KEYWORDS = frozenset({"items", "minItems", "maxItems"})
 _leaf_languages: dict[tuple[Any, ...], Typed] = {}
 """Languages of leaf schemas (see :meth:`Compiler._leaf_key`) by their content, shared by
@@ -271,7 +272,7 @@ class Compiler:
             return None
         node = flat[0]
         content = _leaf_content(node.schema, self.dialect.keywords, node.skip)
-        if content is None:
+        if content is None or len(content) > _LEAF_CONTENT_KEPT:
             return None
         return (negative, self.dialect.name, self.options, content)
 
