@@ -480,6 +480,8 @@ def key_region(syn: JsonSyntax, listed: Sequence[str], matched: Sequence[Expr],
                unmatched: Sequence[Expr]) -> Expr:
     """The JSON string literals of unlisted keys that match every ``matched`` (decoded)
     language and no ``unmatched`` one."""
+    if listed and not matched and not unmatched:  # most objects that allow unlisted keys
+        return syn.strings.any_but(listed)
     decoded: list[Expr] = list(matched)
     decoded.extend(complement(u) for u in unmatched)
     if listed:

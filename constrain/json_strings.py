@@ -36,11 +36,13 @@ of decoded languages exactly; a complement is taken within all encoded strings.
 
 from __future__ import annotations
 
+from collections.abc import Iterable
 from functools import cache, lru_cache
 from typing import Literal
 
 from .errors import GrammarError
 from .grammar import (
+    EMPTY,
     Alt,
     And,
     Bytes,
@@ -58,6 +60,7 @@ from .grammar import (
     intersect,
     intersect_ranges,
     literal,
+    prefix_tree,
     repeat,
     seq,
     star,
@@ -254,6 +257,22 @@ class StringEncoder:
     def string(self, decoded: Expr) -> Expr:
         """The JSON string literals (with quotes) whose decoded value is in ``decoded``."""
         return seq(_QUOTE, self.encode(decoded), _QUOTE)
+
+    def any_but(self, texts: Iterable[str]) -> Expr:
+        """The JSON string literals that decode to any string but ``texts``: the
+        language of ``string(intersect(<any string>, complement(<texts>)))``, made with the
+        texts' tree spelt in encoded characters at once (encoding a decoded tree walked
+        it all again: ~18% of lowering a small object that allows unlisted keys).
+
+        >>> from constrain.automaton import Automaton
+        >>> from constrain.grammar import Grammar
+        >>> a = Automaton(Grammar.single(StringEncoder().any_but(["id"])))
+        >>> a.matches(b'"id"'), a.matches(b'"\\u0069d"'), a.matches(b'"ids"'), a.matches(b'""')
+        (False, False, True, True)
+        """
+        tree = prefix_tree([(tuple(map(ord, t)), EMPTY) for t in set(texts)],
+                           lambda code: self.encode_chars(((code, code),)))
+        return seq(_QUOTE, intersect(self.content, complement(tree)), _QUOTE)
 
     def literal(self, text: str) -> Expr:
         """The JSON string literals that decode to exactly ``text``.
