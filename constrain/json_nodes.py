@@ -262,7 +262,9 @@ class Node:
         """The sub-schema ``value`` found at ``path`` below this node."""
         resolver, base = self.resolver, self.base
         pointer = self.pointer + "".join("/" + escape_pointer(p) for p in path)
-        if isinstance(value, dict):
+        # Only a schema with an identifier starts a scope of its own ("id" in drafts 4
+        # and 6, "$id" since): asking referencing of every sub-schema cost ~15% of lowering.
+        if isinstance(value, dict) and ("$id" in value or "id" in value):
             resource = self.dialect.specification.create_resource(value)
             ident = _resource_id(resource, value, pointer)
             if isinstance(ident, str):
