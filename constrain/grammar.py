@@ -120,6 +120,7 @@ def _contents_of(parts: tuple[Any, ...], boolean: bool) -> tuple[bool, bool] | N
 # __post_init__, cost ~2x as much, and a schema's compile makes thousands of nodes.
 _set_field = object.__setattr__
 _PLAIN = (False, False)
+_REF_CONTENTS = (False, True)
 
 
 @dataclass(frozen=True, slots=True, eq=False, init=False)
@@ -210,15 +211,19 @@ class Not:
         _set_field(self, "_contents", _contents_of((item,), True))
 
 
-@dataclass(frozen=True, slots=True, eq=False)
+@dataclass(frozen=True, slots=True, eq=False, init=False)
 class Ref:
     """The language of another rule of the same grammar."""
 
     name: str
     _contents: tuple[bool, bool] | None = field(default=(False, True), init=False, repr=False)
 
+    def __init__(self, name: str) -> None:
+        _set_field(self, "name", name)
+        _set_field(self, "_contents", _REF_CONTENTS)
 
-@dataclass(frozen=True, slots=True, eq=False)
+
+@dataclass(frozen=True, slots=True, eq=False, init=False)
 class Lazy:
     """A part of a language that is built only when matching first reaches it: for
     languages too large to build whole, such as an object's members in any order, one
@@ -250,8 +255,14 @@ class Lazy:
     needs: tuple[Expr, ...] = ()
     _contents: tuple[bool, bool] | None = field(default=None, init=False, repr=False)
 
-    def __post_init__(self) -> None:
-        _set_field(self, "_contents", _contents_of(self.parts, False))
+    def __init__(self, key: Hashable, build: Callable[[], Expr], nullable: bool,
+                 parts: tuple[Expr, ...] = (), needs: tuple[Expr, ...] = ()) -> None:
+        _set_field(self, "key", key)
+        _set_field(self, "build", build)
+        _set_field(self, "nullable", nullable)
+        _set_field(self, "parts", parts)
+        _set_field(self, "needs", needs)
+        _set_field(self, "_contents", _contents_of(parts, False))
 
 
 Expr = Union[Chars, Bytes, Seq, Alt, Repeat, And, Not, Ref, Lazy]  # noqa: UP007 (a runtime alias)
