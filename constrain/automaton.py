@@ -224,10 +224,11 @@ class Automaton:
         self._converted_nodes: list[ir.Expr] = []
         self._utf8_memo: dict[int, tuple[ir.Expr, bool]] = {}
         self._char_cache: dict[tuple[tuple[int, int], ...], int] = {}
-        # A library's own memos, read where this automaton's miss. Copied into each
-        # compile's, they were ~7,000 of the ~12,000 references each young collection
-        # during a median compile followed (its nodes stay held by the library's
-        # automaton, which the grammar keeps alive through its library).
+        # A library's own memos, read where this automaton's miss, not copied into each
+        # compile: with the term store's per-term lists (now bytearrays), such copies were
+        # ~7,000 of the ~12,000 references each young collection during a median compile
+        # followed. Its nodes stay held by the library's automaton, which the grammar
+        # keeps alive through its library.
         self._library_chars: dict[tuple[tuple[int, int], ...], int] = {}
         self._library_utf8: dict[int, tuple[ir.Expr, bool]] | None = None
         if start is None:
