@@ -73,31 +73,19 @@ class ObjectKeys:
 _NO_TYPES: frozenset[str] = frozenset()
 
 
-@dataclass(frozen=True, init=False)
+@dataclass(frozen=True)
 class Typed:
     """Per-type text languages; ``full`` names the parts that are the whole type."""
 
     parts: Mapping[str, Expr]
-    full: frozenset[str] = field(default_factory=frozenset)
+    full: frozenset[str] = _NO_TYPES  # shared, not a factory call per value
     values: tuple[Any, ...] | None = None
     """When known: the finite list of values (the parts are exactly their literals)."""
     keys: ObjectKeys | None = None
     """When known: what the object part says about some keys (for disjointness checks)."""
-    opaque: frozenset[str] = field(default_factory=frozenset)
+    opaque: frozenset[str] = _NO_TYPES
     """Parts that could not be built as regular languages and stand in as their whole type
     (only in negative position, where a larger language is the safe side)."""
-
-    # Written out: the generated frozen __init__ sets each field by name through
-    # object.__setattr__ and calls the default factories, for every value a compile makes.
-    def __init__(self, parts: Mapping[str, Expr], full: frozenset[str] = _NO_TYPES,
-                 values: tuple[Any, ...] | None = None, keys: ObjectKeys | None = None,
-                 opaque: frozenset[str] = _NO_TYPES) -> None:
-        set_field = object.__setattr__
-        set_field(self, "parts", parts)
-        set_field(self, "full", full)
-        set_field(self, "values", values)
-        set_field(self, "keys", keys)
-        set_field(self, "opaque", opaque)
 
     @property
     def types(self) -> tuple[str, ...]:
