@@ -51,6 +51,9 @@ DEAD_STACK = -1  # a stack with a dead frame: dropped
 # Code points per UTF-8 length; surrogates are excluded by the caller.
 _UTF8_BANDS = ((0, 0x7F), (0x80, 0x7FF), (0x800, 0xFFFF), (0x10000, 0x10FFFF))
 _MAX_STACKS_PER_STEP = 100_000
+# Rows reserved when a table first outgrows its 64 (16 MiB of address space, backed
+# only where states are interned: see Automaton._grow_rows).
+_RESERVED_ROWS = 16_384
 # States of one item's automaton (see Automaton.code_of): a JSON-encoded character has
 # at most 15 (a surrogate pair's escape), a gap of 20 whitespace characters 21; a
 # bigger item is walked as usual.
@@ -266,7 +269,7 @@ class Automaton:
         self._stack_can_end_flags: list[bool] = [True]
         self._configs: list[Config] = [()]
         self._config_ids: dict[Config, int] = {(): self.DEAD}
-        self._rows = np.full((64, 256), -1, dtype=np.int32)
+        self._rows = np.empty((64, 256), dtype=np.int32)
         # Single steps of states without a row, by ``state << 8 | byte`` (a number: no
         # tuple for the collector to count).
         self._steps: dict[int, int] = {}
@@ -517,15 +520,21 @@ class Automaton:
             )
 
     def _grow_rows(self) -> None:
-        """Double the row table. Only the rows in use are copied; each new one is set when
-        its state is interned. Filled whole at once (``np.full`` then a concatenation),
-        the step whose new state crossed 16,384 states spent ~130 ms there (new memory
-        written twice), ~5 ms now."""
+        """Enlarge the row table. Only the rows in use are copied; each new one is set when
+        its state is interned. Past the first 64 rows it reserves :data:`_RESERVED_ROWS`
+        at once: ``np.empty`` of that size is address space the system backs page by page
+        as states are interned, so the automata that grow past it (thousands of states)
+        copy their table once or twice, not at every doubling. Copying into fresh memory
+        is what cost: its pages are faulted in while copying (a doubling from 8,192 rows
+        took 1–80 ms here, from one run to the next)."""
         size = len(self._rows)
-        rows = np.empty((2 * size, 256), dtype=np.int32)
+        rows = np.empty((max(2 * size, min(_RESERVED_ROWS, self.options.max_states)), 256),
+                        dtype=np.int32)
         rows[:size] = self._rows
         self._rows = rows
-        self._accepting = np.concatenate([self._accepting, np.zeros(size, bool)])
+        accepting = np.zeros(len(rows), bool)
+        accepting[:size] = self._accepting
+        self._accepting = accepting
 
     def _stack_pieces(self, stack: Stack, out: list[tuple[int, Stack]],
                       byte: int | None = None) -> None:
