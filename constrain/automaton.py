@@ -54,6 +54,8 @@ _MAX_STACKS_PER_STEP = 100_000
 # Rows reserved when a table first outgrows its 64 (16 MiB of address space, backed
 # only where states are interned: see Automaton._grow_rows).
 _RESERVED_ROWS = 16_384
+# Members of an exponential automaton derived at compile (see MemberSets.derive_reachable).
+_EAGER_MEMBERS = 64
 # States of one item's automaton (see Automaton.code_of): a JSON-encoded character has
 # at most 15 (a surrogate pair's escape), a gap of 20 whitespace characters 21; a
 # bigger item is walked as usual.
@@ -1343,6 +1345,8 @@ class Automaton:
                     and widths[-1] >= 2 * widths[-2]
                     and self.terms.is_plain(self.rule_terms[0])):
                 self.exponential = True
+                self._member_sets.derive_reachable(self.member_bits(self.start),
+                                                   _EAGER_MEMBERS)
                 return False
             widths.append(width)
             level = following

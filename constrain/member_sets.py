@@ -50,6 +50,7 @@ class MemberSets:
         self._loop_bits: list[int] = []  # per node: that class (0: none)
         self._alphabets: list[int] = []  # per node: every byte its term may consume
         self._covers: dict[int, int] = {}  # loop node -> nodes its loop covers
+        self._derived = 0  # nodes whose successors are filled in
         # Per byte, per node: the bitset of its successors (-1: not derived yet).
         self._by_byte: list[list[int]] = [[] for _ in range(256)]
 
@@ -102,11 +103,11 @@ class MemberSets:
             while rest:
                 low = rest & -rest
                 node = low.bit_length() - 1
-                if node < len(table):
+                try:
                     found = table[node]
-                    if found < 0:
-                        found = table[node] = self._successor(node, byte)
-                else:
+                except IndexError:
+                    found = -1
+                if found < 0:
                     found = self._successor(node, byte)
                 following |= found
                 rest ^= low
@@ -115,21 +116,47 @@ class MemberSets:
             bits = following
         return bits
 
+    def derive_reachable(self, bits: int, limit: int) -> bool:
+        """Derive every member reachable from ``bits``, so that stepping through them
+        only reads tables; ``False`` (keeping what was derived) once more than ``limit``
+        members are numbered. An exponential automaton's members are few (the positions
+        of a regex: 22 in ``(a|b)*a(a|b){20}``), and decoding meets them all within a
+        few steps: derived at compile, they cost a step nothing (ab_suffix: a third of
+        the time between masks was each new compile's first derivatives)."""
+        todo = bits & ~self._derived
+        while todo:
+            if len(self._term_of) > limit:
+                return False
+            low = todo & -todo
+            todo ^= low
+            for successor in self._derive(low.bit_length() - 1):
+                todo |= successor & ~self._derived
+        return True
+
     def _successor(self, node: int, byte: int) -> int:
-        # One derivative gives the member's successors for every byte it takes (a class
-        # of 26 letters is one piece): all are filled in at once.
+        if not self._derived >> node & 1:
+            self._derive(node)
+        table = self._by_byte[byte]
+        found = table[node] if node < len(table) else -1
+        if found < 0:  # a byte the member does not take
+            self._set(byte, node, 0)
+            return 0
+        return found
+
+    def _derive(self, node: int) -> list[int]:
+        """Fill in ``node``'s successors for every byte it takes (one derivative gives
+        them all: a class of 26 letters is one piece); returns them."""
         t = self._terms
-        found = 0
+        self._derived |= 1 << node
+        successors = []
         for bits, nxt in t.derivative(self._term_of[node])[0]:
             successor = 0 if nxt == EMPTYSET else self.bitset_of(t.alternatives(nxt))
-            if bits >> byte & 1:
-                found = successor
+            successors.append(successor)
             while bits:
                 low = bits & -bits
                 self._set(low.bit_length() - 1, node, successor)
                 bits ^= low
-        self._set(byte, node, found)
-        return found
+        return successors
 
     def _set(self, byte: int, node: int, successor: int) -> None:
         table = self._by_byte[byte]

@@ -153,3 +153,27 @@ def test_of_two_members_with_the_same_loop_one_stays() -> None:
     bits = sets.bitset_of([first, second, tail])
     assert sets.uncovered(bits) in (sets.bitset_of([first]), sets.bitset_of([second]))
     assert sets.uncovered(sets.bitset_of([tail])) == sets.bitset_of([tail])
+
+
+def test_members_derived_ahead_step_as_members_derived_when_met() -> None:
+    """``derive_reachable`` numbers and derives every member (the loop, the marker's
+    tail and each count of the class: 8 for ``[ab]*a[ab]{6}c``); stepping then numbers
+    nothing new, and lands on the same member terms as a set derived as it goes. Past
+    its limit it stops and says so."""
+    automaton = Automaton(Grammar.single(parse_regex("[ab]*a[ab]{6}c")))
+    terms = automaton.terms
+    first = terms.alternatives(automaton.rule_terms[0])
+    ahead, lazy = MemberSets(terms), MemberSets(terms)
+    assert ahead.derive_reachable(ahead.bitset_of(first), 64)
+    numbered = ahead.size
+    assert numbered == 9  # the start, the counts 6..0 of [ab] then c, and c's end
+    for text in (b"ab" * 7 + b"c", b"aaaaaaaaa", b"bbbbab", b"abc", b"x"):
+        got = ahead.step(ahead.bitset_of(first), text)
+        assert sorted(ahead.members(got)) == sorted(
+            lazy.members(lazy.step(lazy.bitset_of(first), text))), text
+    assert ahead.size == numbered
+    small = MemberSets(terms)
+    assert not small.derive_reachable(small.bitset_of(first), 3)
+    assert small.size < numbered
+    # Found exponential while building ahead, an automaton derives them all then.
+    assert exponential("[ab]*a[ab]{6}c")._member_sets.size == numbered
