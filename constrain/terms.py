@@ -304,10 +304,16 @@ class TermStore:
             return ordered[0]
         if not ordered:
             return EMPTYSET
-        found = self._ids.get((_ALT, *ordered))
-        if found is not None:
-            return found
-        return self._make(_ALT, ordered, any(map(self._nullable.__getitem__, ordered)))
+        key = (_ALT, *ordered)
+        found = self._ids.get(key)
+        if found is None:  # made here, not by _make: one key and one lookup a step
+            found = self._ids[key] = self._append(
+                _ALT, ordered, any(map(self._nullable.__getitem__, ordered)),
+                any(map(self._boolean_flag.__getitem__, ordered)),
+                any(map(self._ref_flag.__getitem__, ordered)),
+                any(map(self._open_flag.__getitem__, ordered)),
+                any(map(self._unbounded_flag.__getitem__, ordered)))
+        return found
 
     def _factor_heads(self, members: list[int]) -> int | None:
         """``a·p | a·q | r`` as ``a·(p|q) | r`` where ``a`` is a run of a byte class
