@@ -51,8 +51,9 @@ DEAD_STACK = -1  # a stack with a dead frame: dropped
 # Code points per UTF-8 length; surrogates are excluded by the caller.
 _UTF8_BANDS = ((0, 0x7F), (0x80, 0x7FF), (0x800, 0xFFFF), (0x10000, 0x10FFFF))
 _MAX_STACKS_PER_STEP = 100_000
-# Rows reserved when a table first outgrows its 64 (16 MiB of address space, backed
-# only where states are interned: see Automaton._grow_rows).
+# A row table doubles up to this many rows, then reserves _RESERVED_ROWS (16 MiB of
+# address space, backed only where states are interned: see Automaton._grow_rows).
+_DOUBLED_ROWS = 1_024
 _RESERVED_ROWS = 16_384
 # Members of an exponential automaton derived at compile (see MemberSets.derive_reachable).
 _EAGER_MEMBERS = 64
@@ -523,18 +524,21 @@ class Automaton:
 
     def _grow_rows(self) -> None:
         """Enlarge the row table. Only the rows in use are copied; each new one is set when
-        its state is interned. Past the first 64 rows it reserves :data:`_RESERVED_ROWS`
-        at once: ``np.empty`` of that size is address space the system backs page by page
-        as states are interned, so the automata that grow past it (thousands of states)
+        its state is interned. It doubles up to 1,024 rows (small automata: memory the
+        allocator hands back and forth), then reserves :data:`_RESERVED_ROWS` at once:
+        ``np.empty`` of that size is address space the system backs page by page as
+        states are interned, so the automata that grow past it (thousands of states)
         copy their table once or twice, not at every doubling. Copying into fresh memory
         is what cost: its pages are faulted in while copying (a doubling from 8,192 rows
         took 1–80 ms here, from one run to the next)."""
         size = len(self._rows)
-        rows = np.empty((max(2 * size, min(_RESERVED_ROWS, self.options.max_states)), 256),
-                        dtype=np.int32)
+        grown = 2 * size
+        if grown > _DOUBLED_ROWS:
+            grown = max(grown, min(_RESERVED_ROWS, self.options.max_states))
+        rows = np.empty((grown, 256), dtype=np.int32)
         rows[:size] = self._rows
         self._rows = rows
-        accepting = np.zeros(len(rows), bool)
+        accepting = np.zeros(grown, bool)
         accepting[:size] = self._accepting
         self._accepting = accepting
 

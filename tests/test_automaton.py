@@ -1630,11 +1630,12 @@ def test_the_bytes_a_pattern_needs_to_end_are_bounded_from_its_shape(tree: objec
 
 def test_row_table_keeps_rows_and_accepting_flags_across_growth(
         monkeypatch: pytest.MonkeyPatch) -> None:
-    # The table grows 64 -> the reservation -> doublings; every row and flag set before a
-    # growth must survive it. A small reservation makes both kinds of growth happen.
+    # The table doubles, then reserves, then doubles again (64 -> 128 -> 300 -> 600 here);
+    # every row and flag set before a growth must survive it.
     import constrain.automaton as automaton_module
 
-    monkeypatch.setattr(automaton_module, "_RESERVED_ROWS", 100)
+    monkeypatch.setattr(automaton_module, "_DOUBLED_ROWS", 128)
+    monkeypatch.setattr(automaton_module, "_RESERVED_ROWS", 300)
     # Distinct tails after distinct prefixes: a state per byte of most words.
     words = [f"{i:03d}{i * 7919 % 10007:05d}".encode() for i in range(120)]
     a = Automaton(Grammar.single(alt(*(byte_literal(w) for w in words))))
@@ -1646,6 +1647,6 @@ def test_row_table_keeps_rows_and_accepting_flags_across_growth(
             rows[state] = a.row(state).copy()
             state = int(rows[state][byte])
         assert a.is_accepting(state)
-    assert a.num_states > 400
+    assert a.num_states > 400 and len(a.table) == 600
     assert all((a.table[s] == row).all() for s, row in rows.items())
     assert all(a.matches(w) for w in words) and not a.matches(words[0] + b"0")
