@@ -258,7 +258,8 @@ def compile_json_schema(schema: Any, vocab: Vocabulary, *, options: AutomatonOpt
 
     opts = JsonSchemaOptions(**schema_options)
     if isinstance(schema, (dict, list, bool)):
-        key: Any = json.dumps(schema, sort_keys=True, default=str)
+        # In order: under property_order="schema" the order of keys is the language.
+        key: Any = json.dumps(schema, default=str)
     elif isinstance(schema, str):
         key = schema
     else:

@@ -287,6 +287,28 @@ def test_memoized_compile_distinguishes_specs(make_other, vocab: Vocabulary) -> 
     assert make_other(vocab) is not a
 
 
+def test_memoized_json_schema_keeps_property_order_apart(vocab: Vocabulary) -> None:
+    # Under property_order="schema" the order of "properties" is the language: a
+    # schema listing b before a must not get the constraint compiled for a before b.
+    from constrain import compile_json_schema
+
+    def schema(*keys: str) -> dict[str, object]:
+        return {"type": "object", "properties": {k: {"type": "integer"} for k in keys},
+                "required": ["a", "b"], "additionalProperties": False}
+
+    def accepts(compiled: object, text: str) -> bool:
+        m = compiled.matcher()  # type: ignore[attr-defined]
+        return all(m.advance(b) for b in text.encode()) and bool(m.is_accepting())
+
+    cache.clear_memory_caches()
+    a_first = compile_json_schema(schema("a", "b"), vocab, property_order="schema")
+    b_first = compile_json_schema(schema("b", "a"), vocab, property_order="schema")
+    assert b_first is not a_first
+    assert accepts(b_first, '{"b":1,"a":2}') and not accepts(b_first, '{"a":1,"b":2}')
+    assert accepts(a_first, '{"a":1,"b":2}') and not accepts(a_first, '{"b":1,"a":2}')
+    assert compile_json_schema(schema("b", "a"), vocab, property_order="schema") is b_first
+
+
 def test_memoized_compile_builds_once_and_is_bounded() -> None:
     cache.clear_memory_caches()
     calls: list[int] = []
