@@ -260,11 +260,17 @@ def compile_json_schema(schema: Any, vocab: Vocabulary, *, options: AutomatonOpt
     if isinstance(schema, (dict, list, bool)):
         # In order: under property_order="schema" the order of keys is the language.
         key: Any = json.dumps(schema, default=str)
-    elif isinstance(schema, str):
-        key = schema
+    elif isinstance(schema, (str, bytes, bytearray)):
+        key = schema if isinstance(schema, str) else bytes(schema)
     else:
-        key = (getattr(schema, "__module__", ""), getattr(schema, "__qualname__", repr(schema)),
-               id(schema))
+        # The object itself (a Pydantic model class), which the memo then holds: keyed
+        # by its name and id, a model redefined in a notebook took the collected one's id
+        # and was given its constraint. Not a schema if unhashable: schema_to_grammar
+        # raises, and nothing is memoized.
+        try:
+            key = ("object", schema, hash(schema))
+        except TypeError:
+            key = ("unhashable", id(schema))
     return _compiled(
         "json", (key, opts), vocab, lambda: schema_to_grammar(schema, opts), options,
     )

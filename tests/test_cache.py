@@ -309,6 +309,34 @@ def test_memoized_json_schema_keeps_property_order_apart(vocab: Vocabulary) -> N
     assert compile_json_schema(schema("b", "a"), vocab, property_order="schema") is b_first
 
 
+def test_memoized_json_schema_of_a_redefined_model_is_its_own(vocab: Vocabulary) -> None:
+    # A model class redefined (a notebook cell run again with other fields) is a new
+    # schema, even where the collected class's id is taken again by the new one.
+    import gc
+
+    pydantic = pytest.importorskip("pydantic")
+    from constrain import compile_json_schema
+
+    cache.clear_memory_caches()
+    for _ in range(5):
+        model = pydantic.create_model("Person", name=(str, ...))
+        named = compile_json_schema(model, vocab)
+        assert compile_json_schema(model, vocab) is named
+        del model
+        gc.collect()
+        model = pydantic.create_model("Person", age=(int, ...))
+        aged = compile_json_schema(model, vocab)
+        m = aged.matcher()
+        assert all(m.advance(b) for b in b'{"age": 3}') and m.is_accepting()
+        del model, named, aged
+        gc.collect()
+    # Input that is no schema is still refused with a typed error.
+    with pytest.raises(ConstrainError):
+        compile_json_schema(object(), vocab)
+    with pytest.raises(ConstrainError):
+        compile_json_schema(bytearray(b'{"type": "intger"}'), vocab)
+
+
 def test_memoized_compile_builds_once_and_is_bounded() -> None:
     cache.clear_memory_caches()
     calls: list[int] = []
