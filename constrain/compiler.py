@@ -238,6 +238,20 @@ def _choice_tree(items: Sequence[str | bytes]) -> Expr:
 _BYTE_UNITS = [Bytes(((b, b),)) for b in range(256)]
 
 
+def _document_key(schema: Any) -> Any:
+    """A schema document's memo key: its JSON text in its own key order (under
+    ``property_order="schema"`` the order is the language), and what is not JSON in it
+    (``Decimal`` numbers, or anything the compile will refuse) apart from the text, so
+    that ``Decimal("1.5")`` and ``"1.5"`` are not one key."""
+    others: list[str] = []
+
+    def placeholder(value: Any) -> None:
+        others.append(f"{type(value).__module__}.{type(value).__qualname__}:{value!r}")
+
+    text = json.dumps(schema, default=placeholder)
+    return (text, tuple(others)) if others else text
+
+
 def compile_grammar(grammar: Grammar, vocab: Vocabulary, *,
                     options: AutomatonOptions | None = None) -> CompiledConstraint:
     """Constrain output to a grammar IR (see :mod:`constrain.grammar`); not memoized by
@@ -258,8 +272,7 @@ def compile_json_schema(schema: Any, vocab: Vocabulary, *, options: AutomatonOpt
 
     opts = JsonSchemaOptions(**schema_options)
     if isinstance(schema, (dict, list, bool)):
-        # In order: under property_order="schema" the order of keys is the language.
-        key: Any = json.dumps(schema, default=str)
+        key: Any = _document_key(schema)
     elif isinstance(schema, (str, bytes, bytearray)):
         key = schema if isinstance(schema, str) else bytes(schema)
     else:

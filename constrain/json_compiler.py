@@ -41,6 +41,7 @@ import re
 import warnings
 from collections.abc import Callable
 from dataclasses import dataclass
+from decimal import Decimal
 from functools import lru_cache
 from typing import TYPE_CHECKING, Any
 
@@ -401,16 +402,17 @@ class Compiler:
         an array or object take every spelling of their value from draft 6 on (``[0]``
         for ``[0.0]``): there no keyword tells ``1`` from ``1.0``; draft 4's ``integer``
         does, so there they keep their own type's spellings."""
-        if isinstance(value, bool) or not isinstance(value, (int, float)):
+        if isinstance(value, bool) or not isinstance(value, (int, float, Decimal)):
             by_value = isinstance(value, (list, dict)) and self.dialect.name not in (
                 "Draft3Validator", "Draft4Validator")
             return [(value, literal_expr(self.syn, value, all_spellings=by_value))]
         out: list[tuple[Any, Any]] = []
-        if isinstance(value, int) or value.is_integer():
+        if isinstance(value, int) or value == int(value):
             out.append((int(value), integer_spelled(int(value))))
         if isinstance(value, int) and abs(value) >= 2**53:
             return out  # its float would be another number
-        out.append((float(value), float_spelled(value)))
+        # A Decimal (parse_float=Decimal) is checked as itself: exact decimal semantics.
+        out.append((value if isinstance(value, Decimal) else float(value), float_spelled(value)))
         return out
 
     # -- merged keywords per type ------------------------------------------------------

@@ -22,6 +22,7 @@ Values compare as JSON Schema compares them (:func:`canonical`): ``1 == 1.0``, `
 
 from __future__ import annotations
 
+from decimal import Decimal
 from fractions import Fraction
 from typing import Any
 
@@ -36,12 +37,13 @@ _INTEGER_SPELLINGS = integer_expr()
 
 
 def json_type(value: Any) -> str:
-    """The JSON type of a parsed value (``number`` for ``int`` and ``float``)."""
+    """The JSON type of a parsed value (``number`` for ``int``, ``float`` and ``Decimal``,
+    what ``json.loads(..., parse_float=Decimal)`` makes of a fraction or exponent)."""
     if value is None:
         return "null"
     if isinstance(value, bool):
         return "boolean"
-    if isinstance(value, (int, float)):
+    if isinstance(value, (int, float, Decimal)):
         return "number"
     if isinstance(value, str):
         return "string"
@@ -56,11 +58,13 @@ def canonical(value: Any) -> Any:
     """A hashable key equal for values JSON Schema considers equal."""
     if isinstance(value, bool) or value is None or isinstance(value, str):
         return (json_type(value), value)
-    if isinstance(value, (int, float)):
+    if isinstance(value, (int, float, Decimal)):
         return ("number", Fraction(value))
     if isinstance(value, list):
         return ("array", tuple(canonical(v) for v in value))
-    return ("object", frozenset((k, canonical(v)) for k, v in value.items()))
+    if isinstance(value, dict):
+        return ("object", frozenset((k, canonical(v)) for k, v in value.items()))
+    raise TypeError(f"not a JSON value: {value!r}")
 
 
 def integer_spelled(value: int) -> Expr:
@@ -68,7 +72,7 @@ def integer_spelled(value: int) -> Expr:
     return integer_expr(value, value)
 
 
-def float_spelled(value: float) -> Expr:
+def float_spelled(value: float | Decimal) -> Expr:
     """Spellings with a fraction or an exponent whose decimal value is ``value`` (a float
     means its ``repr``)."""
     return intersect(number_expr(value, value), complement(_INTEGER_SPELLINGS))
@@ -85,7 +89,7 @@ def literal(syn: JsonSyntax, value: Any, all_spellings: bool = False) -> Expr:
         return syn.false
     if isinstance(value, int):
         return number_expr(value, value) if all_spellings else integer_spelled(value)
-    if isinstance(value, float):
+    if isinstance(value, (float, Decimal)):  # a Decimal is a float's spelling, read exactly
         return number_expr(value, value) if all_spellings else float_spelled(value)
     if isinstance(value, str):
         return syn.strings.literal(value)

@@ -17,7 +17,9 @@ siblings (drafts 4 to 7), and a validator for checking concrete values.
 
 from __future__ import annotations
 
+import math
 from dataclasses import dataclass, field
+from decimal import Decimal
 from typing import Any, Literal
 from urllib.parse import urljoin
 
@@ -27,7 +29,7 @@ from jsonschema import Draft202012Validator, FormatChecker, validators
 
 from .errors import SchemaError
 
-__all__ = ["Dialect", "Node", "escape_pointer"]
+__all__ = ["Dialect", "Node", "escape_pointer", "not_json"]
 
 
 def escape_pointer(token: str | int) -> str:
@@ -88,6 +90,14 @@ class Dialect:
         except jsonschema.exceptions.SchemaError as e:
             pointer = "#" + "".join("/" + escape_pointer(p) for p in e.absolute_path)
             raise SchemaError(f"invalid schema: {e.message}", pointer, str(e.validator)) from e
+        except (TypeError, ValueError, ArithmeticError) as e:  # jsonschema on a non-JSON value
+            found = not_json(schema)
+            if found is None:
+                raise
+            raise SchemaError(f"not a JSON value: {found[1]!r}", "#" + found[0]) from e
+        found = not_json(schema)
+        if found is not None:
+            raise SchemaError(f"not a JSON value: {found[1]!r}", "#" + found[0])
 
     def root(self, schema: Any) -> Node:
         """The root node of ``schema``, with the resolver ``jsonschema`` itself builds."""
@@ -170,14 +180,20 @@ def _fast_metaschema_valid(schema: Any, validator_class: Any) -> bool:
 
 
 def _patterns_compile(schema: Any) -> bool:
+    """Whether every pattern compiles and every value is JSON (see :func:`not_json`):
+    ``False`` sends the schema to ``jsonschema``, then to :func:`not_json` for where."""
     import re
 
     stack = [schema]
+    data: list[Any] = []  # the values of enum, const...: JSON, but never patterns
     while stack:
         node = stack.pop()
         if isinstance(node, dict):
             for key, value in node.items():
+                if type(key) is not str:
+                    return False
                 if key in _DATA_KEYWORDS:
+                    data.append(value)
                     continue
                 if key == "pattern" and isinstance(value, str):
                     patterns = [value]
@@ -193,7 +209,43 @@ def _patterns_compile(schema: Any) -> bool:
                 stack.append(value)
         elif isinstance(node, list):
             stack.extend(node)
-    return True
+        elif not _is_json_scalar(node):
+            return False
+    return not_json(data) is None
+
+
+def not_json(value: Any) -> tuple[str, Any] | None:
+    """The first part of ``value`` that is no JSON value, as (JSON pointer relative to
+    ``value``, that part), or ``None``. JSON is what ``json.loads`` makes (with
+    ``parse_float=Decimal`` too): dicts with string keys, lists, strings, numbers
+    (finite: ``json.loads`` also reads ``NaN`` and ``Infinity``), booleans and null.
+
+    >>> not_json({"enum": [1, "a", None]}) is None
+    True
+    >>> not_json({"enum": [1, float("nan")]}), not_json({"const": (1, 2)})
+    (('/enum/1', nan), ('/const', (1, 2)))
+    """
+    stack: list[tuple[str, Any]] = [("", value)]
+    while stack:
+        pointer, node = stack.pop()
+        if isinstance(node, dict):
+            for key, item in node.items():
+                if type(key) is not str:
+                    return f"{pointer}/{key}", key
+                stack.append((f"{pointer}/{escape_pointer(key)}", item))
+        elif isinstance(node, list):
+            stack.extend((f"{pointer}/{i}", item) for i, item in enumerate(node))
+        elif not _is_json_scalar(node):
+            return pointer, node
+    return None
+
+
+def _is_json_scalar(value: Any) -> bool:
+    if value is None or isinstance(value, (str, int)):  # bool is an int
+        return True
+    if isinstance(value, float):
+        return math.isfinite(value)
+    return isinstance(value, Decimal) and value.is_finite()
 
 
 def _base_of(resolver: Any) -> str:

@@ -309,6 +309,23 @@ def test_memoized_json_schema_keeps_property_order_apart(vocab: Vocabulary) -> N
     assert compile_json_schema(schema("b", "a"), vocab, property_order="schema") is b_first
 
 
+def test_memoized_json_schema_tells_a_decimal_from_its_text(vocab: Vocabulary) -> None:
+    # A Decimal is not JSON text: the key must not read it as the string it prints as.
+    from decimal import Decimal
+
+    from constrain import compile_json_schema
+
+    cache.clear_memory_caches()
+    number = compile_json_schema({"const": Decimal(1)}, vocab)
+    text = compile_json_schema({"const": "1"}, vocab)
+    assert text is not number
+    m = text.matcher()
+    assert all(m.advance(b) for b in b'"1"') and m.is_accepting()
+    compile_json_schema({"const": "{1, 2}"}, vocab)  # what a set prints as, then the set:
+    with pytest.raises(ConstrainError, match="not a JSON value"):
+        compile_json_schema({"const": {1, 2}}, vocab)
+
+
 def test_memoized_json_schema_of_a_redefined_model_is_its_own(vocab: Vocabulary) -> None:
     # A model class redefined (a notebook cell run again with other fields) is a new
     # schema, even where the collected class's id is taken again by the new one.

@@ -8,6 +8,7 @@ accepts the instance.
 from __future__ import annotations
 
 import json
+from decimal import Decimal
 from functools import cache
 from typing import Any
 
@@ -565,6 +566,48 @@ def test_invalid_schema(schema: Any, pointer: str) -> None:
     with pytest.raises(SchemaError) as info:
         schema_to_grammar(schema)
     assert info.value.pointer == pointer
+
+
+@pytest.mark.parametrize("schema, pointer", [
+    pytest.param({"const": float("nan")}, "#/const", id="nan-const"),
+    pytest.param({"enum": ["a", float("inf")]}, "#/enum/1", id="infinite-enum-value"),
+    pytest.param({"type": "number", "minimum": float("nan")}, "#/minimum", id="nan-bound"),
+    pytest.param({"multipleOf": float("inf")}, "#/multipleOf", id="infinite-multiple"),
+    pytest.param({"properties": {"a": {"maximum": Decimal("NaN")}}}, "#/properties/a/maximum",
+                 id="decimal-nan"),
+    pytest.param({"const": {"x": [1, {2, 3}]}}, "#/const/x/1", id="set-in-const"),
+    pytest.param({"enum": [(1, 2)]}, "#/enum/0", id="tuple-in-enum"),
+    pytest.param({"const": b"x"}, "#/const", id="bytes-const"),
+    pytest.param({"properties": {1: {"type": "string"}}}, "#/properties/1", id="int-key"),
+    pytest.param('{"type": "number", "maximum": Infinity}', "#/maximum", id="text-infinity"),
+])
+def test_a_value_that_is_not_json_is_schema_error(schema: Any, pointer: str) -> None:
+    # json.loads reads NaN and Infinity; Python code can put anything in a dict. Each is
+    # refused where it is, never a crash further in.
+    with pytest.raises(SchemaError, match="not a JSON value") as info:
+        schema_to_grammar(schema)
+    assert info.value.pointer == pointer
+
+
+def test_decimal_values_are_numbers_read_exactly() -> None:
+    # What json.loads(..., parse_float=Decimal) makes of a schema: each Decimal is a
+    # number of exactly its decimal value, spelt as floats are (a fraction or exponent),
+    # and integer spellings too where it is whole.
+    one_and_a_half = {"enum": [Decimal("1.5"), 2]}
+    assert [accepts_decimal(one_and_a_half, t) for t in ("1.5", "15e-1", "1.50", "2", "3")] == [
+        True, True, True, True, False]
+    tenth = {"type": "object", "properties": {"x": {"const": Decimal("0.1")}}}
+    assert [accepts_decimal(tenth, t) for t in ('{"x": 0.1}', '{"x": 1e-1}', '{"x": 0.2}')] == [
+        True, True, False]
+    whole = {"const": Decimal("1.0")}
+    assert [accepts_decimal(whole, t) for t in ("1", "1.0", "1e0", "2")] == [True, True, True, False]
+    bounded = {"type": "number", "exclusiveMinimum": Decimal("0.1"), "maximum": Decimal("0.3")}
+    assert [accepts_decimal(bounded, t) for t in ("0.1", "0.10001", "0.3", "0.30001")] == [
+        False, True, True, False]
+
+
+def accepts_decimal(schema: Any, text: str) -> bool:
+    return Automaton(schema_to_grammar(schema)).matches(text.encode())
 
 
 def test_unresolvable_ref_is_schema_error() -> None:
