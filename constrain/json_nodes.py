@@ -69,6 +69,10 @@ class Dialect:
     def for_schema(cls, schema: Any, default: Any = Draft202012Validator) -> Dialect:
         """The dialect ``jsonschema`` would use for ``schema``."""
         if isinstance(schema, dict):
+            declared = schema.get("$schema", "")
+            if not isinstance(declared, str):
+                raise SchemaError(f"$schema must be a string, not {declared!r}", "#/$schema",
+                                  "$schema")
             return cls(validators.validator_for(schema, default=default))
         return cls(default)
 

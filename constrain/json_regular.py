@@ -34,7 +34,7 @@ from __future__ import annotations
 
 from collections.abc import Callable, Mapping
 
-from .errors import ResourceLimitError
+from .errors import ConstrainError, ResourceLimitError, UnsupportedSchemaError
 from .grammar import (
     NOTHING,
     Alt,
@@ -76,6 +76,7 @@ class Regularizer:
         self.depth = depth
         self.refs = refs or RefTracker()
         self._memo: dict[tuple[int, bool, int], tuple[Expr, Expr]] = {}
+        self._unfolding: set[tuple[str, bool, int]] = set()  # scalar rules being unfolded
         self.built = 0
         """Expressions rebuilt so far, over every unfolding of this compile."""
         self.max_built = MAX_UNFOLDED
@@ -158,7 +159,18 @@ class Regularizer:
             # A recursion still being compiled: leave a marker, :meth:`finish` unfolds it.
             self.pending = True
             return Ref(f"{_PENDING}{int(over)}:{depth}:{name}")
-        return self._walk(body, over, depth - 1 if container else depth)
+        if container:
+            return self._walk(body, over, depth - 1)
+        # A cycle back to this rule with no container on the way (``{"not": {"$ref":
+        # "#"}}``) would unfold for ever: no text is read before it recurs.
+        request = (name, over, depth)
+        if request in self._unfolding:
+            raise UnguardedCycle(name)
+        self._unfolding.add(request)
+        try:
+            return self._walk(body, over, depth)
+        finally:
+            self._unfolding.discard(request)
 
     @staticmethod
     def _rebuild(expr: Expr, walk: Callable[..., Expr], tag: object) -> Expr:
@@ -235,7 +247,24 @@ class Regularizer:
             raise _unfolding_limit(e) from e
 
 
-def _unfolding_limit(error: NeedsRegular) -> ResourceLimitError:
+class UnguardedCycle(NeedsRegular):
+    """A rule reached again from itself with no array or object on the way, where its
+    language is complemented or intersected (``{"not": {"$ref": "#"}}``, a schema that
+    would be its own complement): no unfolding ends."""
+
+    def __init__(self, rule: str) -> None:
+        # Rules of sub-schemas are named "schema:<pointer>.<JSON type>".
+        self.pointer = rule.removeprefix("schema:").rsplit(".", 1)[0] if rule.startswith(
+            "schema:") else "#"
+        Exception.__init__(self, "the schema here is complemented or intersected with "
+                           "itself through references that enter no array or object: it "
+                           "recurs before reading any text, so no unfolding ends")
+        self.json_type = "value"
+
+
+def _unfolding_limit(error: NeedsRegular) -> ConstrainError:
+    if isinstance(error, UnguardedCycle):
+        return UnsupportedSchemaError("$ref", error.pointer, str(error))
     return ResourceLimitError(
         "unfolded_expressions", MAX_UNFOLDED,
         f"an intersection or complement inside a recursion cannot be made regular: {error}")
