@@ -20,7 +20,6 @@ engine can index them in bulk. ``max_states`` bounds memory with a clear error.
 
 from __future__ import annotations
 
-import sys
 import threading
 import weakref
 from collections.abc import Callable, Iterable
@@ -33,6 +32,7 @@ import numpy as np
 from . import grammar as ir
 from .errors import GrammarError, ResourceLimitError
 from .member_sets import MemberSets
+from .recursion_limit import ensure_recursion_limit
 from .terms import EMPTYSET, EPS, Fingerprint, TermStore
 from .utf8 import utf8_byte_ranges
 
@@ -188,7 +188,7 @@ class Automaton:
     DEAD = 0
 
     def __init__(self, grammar: ir.Grammar, options: AutomatonOptions | None = None) -> None:
-        _ensure_recursion_limit()
+        ensure_recursion_limit()
         self._build(grammar, options)
 
     def _build(self, grammar: ir.Grammar, options: AutomatonOptions | None) -> None:
@@ -585,7 +585,7 @@ class Automaton:
                 )
 
     def _compute_row(self, state: int) -> None:
-        _ensure_recursion_limit()
+        ensure_recursion_limit()
         with self._lock:
             if self._rows[state, 0] >= 0:
                 return
@@ -744,7 +744,7 @@ class Automaton:
         <constrain.compiler.CompiledConstraint.token_step>`) ever read them. The bytes
         are not memoized here: stepping through the same bytes again (``matches`` on
         strings that share a prefix) derives them again from the terms' memos."""
-        _ensure_recursion_limit()
+        ensure_recursion_limit()
         with self._lock:
             config = self._configs[state]
             for i, byte in enumerate(data):
@@ -824,7 +824,7 @@ class Automaton:
             return [self._intern((s,)) for s in stacks - {DEAD_STACK}]
 
     def _step(self, state: int, byte: int) -> int:
-        _ensure_recursion_limit()
+        ensure_recursion_limit()
         with self._lock:
             pieces: list[tuple[int, Stack]] = []
             for stack in self._configs[state]:
@@ -1445,20 +1445,6 @@ def _partition(pieces: list[tuple[int, Stack]]) -> list[tuple[int, set[Stack]]]:
             new_acc.append((bits, set(stacks)))
         acc = new_acc
     return acc
-
-
-_RECURSION_LIMIT = 20_000
-
-
-def _ensure_recursion_limit() -> None:
-    """Room for expressions nested a few thousand levels deep (conversion and derivatives
-    recurse once per nesting level; Python 3.11+ does not use the C stack for these).
-
-    The limit is raised process-wide and never lowered again: restoring it while another
-    thread is deep inside a derivative would break that thread.
-    """
-    if sys.getrecursionlimit() < _RECURSION_LIMIT:
-        sys.setrecursionlimit(_RECURSION_LIMIT)
 
 
 def _set_row(row: np.ndarray, bits: int, target: int) -> None:

@@ -248,7 +248,11 @@ def _document_key(schema: Any) -> Any:
     def placeholder(value: Any) -> None:
         others.append(f"{type(value).__module__}.{type(value).__qualname__}:{value!r}")
 
-    text = json.dumps(schema, default=placeholder)
+    try:
+        text = json.dumps(schema, default=placeholder)
+    except RecursionError:
+        # Deeper than json writes: the compile refuses it (schema_nesting), with no key.
+        return object()
     return (text, tuple(others)) if others else text
 
 

@@ -713,7 +713,18 @@ def _declared_types(node: Node, integer: bool = False) -> set[str] | None:
 def _leaf_content(schema: Any, keywords: frozenset[str],
                   skip: frozenset[str] = frozenset()) -> str | None:
     """The asserting content of a leaf schema, as text (``repr``: it tells 1 from 1.0 and
-    True, as a language may); ``None`` where ``schema`` is not one. A leaf asserts only
+    True, as a language may); ``None`` where ``schema`` is not one (see :func:`_leaf_parts`).
+    One ``repr`` of the whole: the parts of nested leaves ``repr``-ed at each level
+    escaped the level below's quotes again, doubling the text per level (26 nested arrays:
+    1.5 GB)."""
+    parts = _leaf_parts(schema, keywords, skip)
+    return None if parts is None else repr(parts)
+
+
+def _leaf_parts(schema: Any, keywords: frozenset[str],
+                skip: frozenset[str] = frozenset()) -> list[tuple[str, Any]] | None:
+    """The asserting keywords of a leaf schema with their values; ``None`` where
+    ``schema`` is not one. A leaf asserts only
     :data:`_LEAF_KEYWORDS`, ``anyOf`` of leaves, and ``items`` (with ``minItems``,
     ``maxItems``) of a leaf; it declares its types, all scalars or arrays of such items,
     or lists scalar values (``enum``, ``const``) or branches (``anyOf``). No rule, no
@@ -727,12 +738,12 @@ def _leaf_content(schema: Any, keywords: frozenset[str],
             continue  # annotations: no part of the language
         if k in _LEAF_KEYWORDS or k in _LEAF_ARRAY_KEYWORDS:
             if k == "items":
-                v = _leaf_content(v, keywords)
+                v = _leaf_parts(v, keywords)
                 if v is None:
                     return None
             out.append((k, v))
         elif k == "anyOf" and isinstance(v, list) and v:
-            branches = [_leaf_content(b, keywords) for b in v]
+            branches = [_leaf_parts(b, keywords) for b in v]
             if None in branches:
                 return None
             out.append((k, branches))
@@ -752,4 +763,4 @@ def _leaf_content(schema: Any, keywords: frozenset[str],
             return None
     elif any(k in found for k in _LEAF_ARRAY_KEYWORDS):
         return None  # array keywords without a declared type: "items" says nothing alone
-    return repr(out)
+    return out

@@ -27,7 +27,8 @@ import referencing.exceptions
 import referencing.jsonschema
 from jsonschema import Draft202012Validator, FormatChecker, validators
 
-from .errors import SchemaError
+from .errors import ResourceLimitError, SchemaError
+from .recursion_limit import ensure_recursion_limit
 
 __all__ = ["Dialect", "Node", "escape_pointer", "not_json"]
 
@@ -87,10 +88,14 @@ class Dialect:
         """
         import jsonschema.exceptions
 
-        if _fast_metaschema_valid(schema, self.validator_class):
+        if _plain_document(schema) and _fast_metaschema_valid(schema, self.validator_class):
             return
+        ensure_recursion_limit()  # jsonschema recurses a few frames per level
         try:
             self.validator_class.check_schema(schema)
+        except RecursionError as e:
+            raise ResourceLimitError("document_depth", MAX_DOCUMENT_DEPTH, "the schema document "
+                                     "nests deeper than its metaschema check reaches") from e
         except jsonschema.exceptions.SchemaError as e:
             pointer = "#" + "".join("/" + escape_pointer(p) for p in e.absolute_path)
             raise SchemaError(f"invalid schema: {e.message}", pointer, str(e.validator)) from e
@@ -153,6 +158,10 @@ class Dialect:
 
 
 _rust_meta: Any = None  # jsonschema_rs.meta once imported; False when not installed
+MAX_DOCUMENT_DEPTH = 1_000
+"""Levels of nested objects and arrays a schema document may have (a sub-schema in an
+``allOf`` is two levels down); the compiler's own limit on nested sub-schemas is
+:data:`~constrain.json_compiler.MAX_NESTING`."""
 _DATA_KEYWORDS = frozenset({"enum", "const", "default", "examples"})
 
 
@@ -173,49 +182,69 @@ def _fast_metaschema_valid(schema: Any, validator_class: Any) -> bool:
     if "$schema" not in schema and validator_class is not Draft202012Validator:
         return False
     try:
-        if not _rust_meta.is_valid(schema):
-            return False
+        return bool(_rust_meta.is_valid(schema))
     except Exception:  # noqa: BLE001 - an unknown "$schema" and the like: let jsonschema judge
         return False
-    # jsonschema also asserts the metaschema's "regex" format (a pattern Python cannot
-    # compile fails the schema); jsonschema-rs does not, so every pattern is compiled here.
-    # Walking blindly may meet data that looks like a pattern: then jsonschema decides.
-    return _patterns_compile(schema)
 
 
-def _patterns_compile(schema: Any) -> bool:
-    """Whether every pattern compiles and every value is JSON (see :func:`not_json`):
-    ``False`` sends the schema to ``jsonschema``, then to :func:`not_json` for where."""
+def _plain_document(schema: Any) -> bool:
+    """Whether every pattern compiles and every value is JSON (see :func:`not_json`), read
+    level by level; ``False`` sends the schema to ``jsonschema``, then to :func:`not_json`
+    for where. ``jsonschema`` also asserts the metaschema's "regex" format (a pattern
+    Python cannot compile fails the schema); ``jsonschema-rs`` does not, so every pattern
+    is compiled here (data, such as an ``enum``'s values, is not read for patterns).
+
+    Raises :class:`~constrain.errors.ResourceLimitError` for a document nested deeper than
+    :data:`MAX_DOCUMENT_DEPTH`, before any recursive reader sees it: ``jsonschema-rs``
+    overflowed its stack (a segmentation fault) on 30,000 nested ``items``."""
     import re
 
-    stack = [schema]
-    data: list[Any] = []  # the values of enum, const...: JSON, but never patterns
-    while stack:
-        node = stack.pop()
-        if isinstance(node, dict):
-            for key, value in node.items():
-                if type(key) is not str:
-                    return False
-                if key in _DATA_KEYWORDS:
-                    data.append(value)
-                    continue
-                if key == "pattern" and isinstance(value, str):
-                    patterns = [value]
-                elif key == "patternProperties" and isinstance(value, dict):
-                    patterns = list(value)
-                else:
-                    patterns = []
-                for pattern in patterns:
-                    try:
-                        re.compile(pattern)
-                    except (re.error, OverflowError, RecursionError):
+    level: list[Any] = [schema]
+    data: list[Any] = []
+    depth = 0
+    while level or data:
+        depth += 1
+        if depth > MAX_DOCUMENT_DEPTH:
+            raise ResourceLimitError("document_depth", MAX_DOCUMENT_DEPTH,
+                                     "the schema document nests deeper than this")
+        following: list[Any] = []
+        following_data: list[Any] = []
+        for node in level:
+            if isinstance(node, dict):
+                for key, value in node.items():
+                    if type(key) is not str:
                         return False
-                stack.append(value)
-        elif isinstance(node, list):
-            stack.extend(node)
-        elif not _is_json_scalar(node):
-            return False
-    return not_json(data) is None
+                    if key in _DATA_KEYWORDS:
+                        following_data.append(value)
+                        continue
+                    if key == "pattern" and isinstance(value, str):
+                        patterns = [value]
+                    elif key == "patternProperties" and isinstance(value, dict):
+                        patterns = list(value)
+                    else:
+                        patterns = []
+                    for pattern in patterns:
+                        try:
+                            re.compile(pattern)
+                        except (re.error, OverflowError, RecursionError):
+                            return False
+                    following.append(value)
+            elif isinstance(node, list):
+                following.extend(node)
+            elif not _is_json_scalar(node):
+                return False
+        for node in data:
+            if isinstance(node, dict):
+                for key, value in node.items():
+                    if type(key) is not str:
+                        return False
+                    following_data.append(value)
+            elif isinstance(node, list):
+                following_data.extend(node)
+            elif not _is_json_scalar(node):
+                return False
+        level, data = following, following_data
+    return True
 
 
 def not_json(value: Any) -> tuple[str, Any] | None:

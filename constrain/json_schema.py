@@ -168,6 +168,12 @@ def load_schema(schema: Any) -> Any:
             return json.loads(schema)
         except json.JSONDecodeError as e:
             raise SchemaError(f"schema is not valid JSON: {e.msg} (char {e.pos})") from e
+        except UnicodeDecodeError as e:
+            raise SchemaError(f"schema is not valid JSON: its bytes are not UTF-8 ({e.reason} "
+                              f"at byte {e.start})") from e
+        except RecursionError as e:
+            raise SchemaError("schema nests deeper than Python's json module reads (its "
+                              "recursion limit)") from e
     method = getattr(schema, "model_json_schema", None)
     if isinstance(schema, type) and callable(method):
         return method()

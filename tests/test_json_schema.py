@@ -632,6 +632,44 @@ def test_a_schema_complemented_by_itself_is_refused(schema: Any, pointer: str) -
         assert accepts(nested, json.dumps(instance)) == verdict(nested, instance), instance
 
 
+def test_nested_leaves_cost_their_size() -> None:
+    # An array of arrays of... strings is a leaf at every level; its key was the repr of
+    # the level below's repr, which doubled with each level (26 levels: 1.5 GB).
+    from constrain.json_compiler import _leaf_content
+
+    def nested(depth: int) -> dict[str, Any]:
+        schema: dict[str, Any] = {"type": "string"}
+        for _ in range(depth):
+            schema = {"type": "array", "items": schema}
+        return schema
+
+    keywords = frozenset(Draft202012Validator.VALIDATORS)
+    short, long = (_leaf_content(nested(d), keywords) for d in (20, 40))
+    assert short is not None and long is not None and len(long) < 2.5 * len(short)
+    deep = nested(150)
+    assert accepts(deep, "[" * 150 + '"x"' + "]" * 150)
+    assert not accepts(deep, "[" * 149 + '"x"' + "]" * 149)
+
+
+def test_documents_too_deep_for_their_readers_are_typed_errors() -> None:
+    too_deep: Any = {"type": "string"}
+    for _ in range(30_000):  # jsonschema-rs overflowed its stack on this (a crash)
+        too_deep = {"items": too_deep}
+    with pytest.raises(ResourceLimitError, match="document_depth"):
+        schema_to_grammar(too_deep)
+    with pytest.raises(SchemaError, match="nests deeper"):
+        schema_to_grammar("[" * 100_000 + "]" * 100_000)
+    with pytest.raises(SchemaError, match="not UTF-8"):
+        schema_to_grammar(b'{"type": "\xff"}')
+    # Deep, within the limits, and sent to jsonschema's metaschema check (a value that is
+    # not JSON at the bottom): a SchemaError there, not a RecursionError.
+    deep: Any = {"type": "string", "const": (1, 2)}
+    for _ in range(450):
+        deep = {"items": deep}
+    with pytest.raises(SchemaError, match="not a JSON value"):
+        schema_to_grammar(deep)
+
+
 def test_unresolvable_ref_is_schema_error() -> None:
     with pytest.raises(SchemaError) as info:
         schema_to_grammar({"$ref": "#/$defs/missing"})
