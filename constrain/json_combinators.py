@@ -432,18 +432,30 @@ class Combinators:
         if flat_context is None or flat_removed is None:
             return None
         elements = _element_schemas(flat_context)
-        tests = _element_schemas(flat_removed)
+        counts: dict[str, int] = {}
+        tests = _element_schemas(flat_removed, counts)
         if elements is None or tests is None:
             return None
-        if not tests:
-            return NOTHING  # every element passes, so every array does
-        passing = self.c.value(elements + tests, negative)
-        failing = self.refs.union(
-            self.c.value(elements + [self.c.synthetic(
-                test, "fails", lambda test=test: {"not": test.schema}, "not")], negative)
-            for test in tests)
-        # Disjoint parts: the elements before the first failing one pass every test.
-        return counted_array(self.c.syn, passing.expr(), failing.expr(), 1, None)
+        syn = self.c.syn
+        failures: list[Expr] = []
+        if tests:
+            passing = self.c.value(elements + tests, negative)
+            failing = self.refs.union(
+                self.c.value(elements + [self.c.synthetic(
+                    test, "fails", lambda test=test: {"not": test.schema}, "not")], negative)
+                for test in tests)
+            # Disjoint parts: the elements before the first failing one pass every test.
+            failures.append(counted_array(syn, passing.expr(), failing.expr(), 1, None))
+        low, high = counts.get("minItems", 0), counts.get("maxItems")
+        if low > 0 or high is not None:
+            # Too few or too many elements, whatever they are: counted, not complemented
+            # ({"not": {"maxItems": 10**30}} spent its liveness budget, 6 s, as a complement).
+            element = self.c.value(elements, negative).expr()
+            if low > 0:
+                failures.append(counted_array(syn, NOTHING, element, 0, low - 1))
+            if high is not None:
+                failures.append(counted_array(syn, NOTHING, element, high + 1, None))
+        return alt(*failures)  # none: every array passes
 
     def _failures(self, node: Node) -> list[Node] | None:
         """Schemas whose union is "an object that fails ``node``" (see
@@ -656,10 +668,11 @@ class _KeyTest:
 _SCALAR_VALUES = (type(None), bool, int, float, str)
 
 
-def _element_schemas(flat: list[Node]) -> list[Node] | None:
+def _element_schemas(flat: list[Node], counts: dict[str, int] | None = None) -> list[Node] | None:
     """What every element of an array must satisfy, where the schemas ``flat`` say
     nothing else of arrays (``items`` as one schema; other keywords only about other
-    types); ``None`` where they do, or allow no array at all."""
+    types) but, given ``counts``, ``minItems`` and ``maxItems``, merged into it; ``None``
+    where they do, or allow no array at all."""
     out = []
     for n in flat:
         declared = n.get("type")
@@ -669,6 +682,12 @@ def _element_schemas(flat: list[Node]) -> list[Node] | None:
         for keyword in n.schema:
             if keyword in _ARRAY_NEUTRAL or keyword not in n.dialect.keywords or (
                     keyword in n.skip):
+                continue
+            if counts is not None and keyword in ("minItems", "maxItems"):
+                bound = int(n.get(keyword))
+                known = counts.get(keyword)
+                counts[keyword] = bound if known is None else (
+                    max(known, bound) if keyword == "minItems" else min(known, bound))
                 continue
             if keyword != "items" or isinstance(n.get("items"), list):
                 return None

@@ -56,6 +56,9 @@ def _nested(depth: int) -> Any:
 
 ARRAYS_FAILING_ITEMS = {"type": "array", "items": {"type": "object"},
                         "not": {"items": {"required": ["a"]}}}
+NOT_MAX_ITEMS = {"not": {"maxItems": 2}}
+NOT_MIN_ITEMS_AND_ITEMS = {"type": "array", "not": {"items": {"type": "integer"}, "minItems": 3}}
+NOT_COUNT_RANGE = {"not": {"allOf": [{"minItems": 1, "maxItems": 3}, {"maxItems": 2}]}}
 ONE_OF_ARRAYS = {"type": "object", "oneOf": [
     {"properties": {"xs": {"type": "array", "items": {"type": "object", "required": ["n"]}}}},
     {"properties": {"xs": {"type": "array", "items": {
@@ -288,6 +291,13 @@ CASES: list[tuple[str, Any, list[Any]]] = [
       {"xs": [{"m": True}]}, {"xs": "x"}, {"xs": [{"n": _nested(10), "m": False}, {"n": 3}]}]),
     ("if-items-free-form", IF_ITEMS,
      [[1, 2], [-1], ["a", {"x": _nested(10)}], [1.5], [[1]], []]),
+    # Arrays failing a count: too few or too many elements, whatever they are.
+    ("not-max-items", NOT_MAX_ITEMS,
+     [[], [1, 2], [1, _nested(10), {}], [[1, 2, 3]], 5, None, {"a": [1, 2, 3]}]),
+    ("not-min-items-and-items", NOT_MIN_ITEMS_AND_ITEMS,
+     [[], [1], ["a"], [1, 2, 3], [1, 2, "a"], ["a", "b", "c", "d"], "abc"]),
+    ("not-count-range-merged", NOT_COUNT_RANGE,
+     [[], [1], [1, 2], [1, 2, 3], [{"x": _nested(10)}, 2, 3, 4], {}]),
     ("not-property-value", {"not": {"properties": {"kind": {"const": "x"}}}},
      [{"kind": "x"}, {"kind": "y", "z": {}}, {}, 3]),
     ("if-then-free-form", {
@@ -517,8 +527,11 @@ def test_each_compile_warns_for_its_own_unknown_formats() -> None:
                                "properties": {"a": dict(made_up), "b": dict(made_up)}})
 
 
-@pytest.mark.parametrize("schema", [ARRAYS_FAILING_ITEMS, ONE_OF_ARRAYS, IF_ITEMS],
-                         ids=["not-items", "oneOf-items", "if-items"])
+@pytest.mark.parametrize("schema", [ARRAYS_FAILING_ITEMS, ONE_OF_ARRAYS, IF_ITEMS, NOT_MAX_ITEMS,
+                                    NOT_MIN_ITEMS_AND_ITEMS, NOT_COUNT_RANGE,
+                                    {"not": {"maxItems": 10**30}}],
+                         ids=["not-items", "oneOf-items", "if-items", "not-maxItems",
+                              "not-minItems-items", "not-count-range", "not-huge-maxItems"])
 def test_arrays_failing_an_items_schema_need_no_regular_stand_in(schema: Any) -> None:
     """Arrays that fail an ``items`` of free-form objects are built from the element that
     fails it (its failures merged into the context's element), so they compile with no
