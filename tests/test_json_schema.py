@@ -293,7 +293,10 @@ CASES: list[tuple[str, Any, list[Any]]] = [
      [[1, 2], [-1], ["a", {"x": _nested(10)}], [1.5], [[1]], []]),
     # Both in one schema: each is asserted (the enum was dropped where a const stood).
     ("const-and-enum", {"const": 2, "enum": [1.5, 2]}, [2, 2.0, 1.5, 3]),
-    ("enum-and-const-array", {"enum": [[1, 2], [3]], "const": [3]}, [[3], [1, 2], [3.0]]),
+    ("const-outside-enum", {"anyOf": [{"const": 3, "enum": [1, 2]}, {"type": "string"}]},
+     [3, 1, "x"]),
+    ("enum-and-const-array", {"anyOf": [{"enum": [[1, 2], [3]], "const": [1]}, {"const": [3]}]},
+     [[3], [1, 2], [1]]),
     # Arrays failing a count: too few or too many elements, whatever they are.
     ("not-max-items", NOT_MAX_ITEMS,
      [[], [1, 2], [1, _nested(10), {}], [[1, 2, 3]], 5, None, {"a": [1, 2, 3]}]),
