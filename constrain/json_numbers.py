@@ -90,7 +90,8 @@ from .grammar import (
     star,
 )
 
-__all__ = ["JSON_NUMBER", "Bound", "NotExpressible", "integer_expr", "number_expr"]
+__all__ = ["JSON_NUMBER", "Bound", "NotExpressible", "integer_expr", "number_expr",
+           "unexact_spellings"]
 
 Bound = Union[int, float, Decimal, Fraction]  # noqa: UP007 (a runtime alias on 3.10)
 
@@ -113,6 +114,37 @@ _INT_PART = alt(_ZERO, seq(NONZERO, star(DIGIT)))
 
 JSON_NUMBER: Expr = seq(optional(_MINUS), _INT_PART, optional(_FRACTION), optional(_EXPONENT))
 """Every JSON number literal."""
+
+
+def unexact_spellings() -> Expr:
+    """Spellings whose value the languages here may judge short of exactly (see the
+    spelling policy): every one with an exponent, and every decimal with 16 digits or
+    more. A language to be complemented (``not``, the other branches of a ``oneOf``, an
+    ``if``) takes them in, so that its complement holds no spelling of a value it left
+    out: ``{"not": {"multipleOf": 3}}`` accepted ``3e0``, and ``{"not": {"minimum":
+    10}}`` ``1000e10``. The complement keeps integer spellings and short plain
+    decimals, which are exact (``json.dumps`` writes a float with an exponent below
+    ``1e-4`` and from ``1e16`` on: those are left out there).
+
+    >>> from constrain.automaton import Automaton
+    >>> from constrain.grammar import Grammar
+    >>> a = Automaton(Grammar.single(unexact_spellings()))
+    >>> [a.matches(s) for s in (b"3e0", b"-1.5E+3", b"0.1234567890123456", b"0.5", b"12")]
+    [True, True, True, False, False]
+    """
+    if not _UNEXACT:
+        digits = 16
+        # A decimal point after k digits (one digit may be 0, more start with 1-9).
+        parts = [seq(_INT_PART, optional(_FRACTION), _EXPONENT),
+                 seq(NONZERO, repeat(DIGIT, digits - 2, None), _FRACTION)]
+        for k in range(1, digits - 1):
+            head = DIGIT if k == 1 else seq(NONZERO, repeat(DIGIT, k - 1, k - 1))
+            parts.append(seq(head, _DOT, repeat(DIGIT, digits - k, None)))
+        _UNEXACT.append(seq(optional(_MINUS), alt(*parts)))
+    return _UNEXACT[0]
+
+
+_UNEXACT: list[Expr] = []
 
 
 class NotExpressible(ValueError):

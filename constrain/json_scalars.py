@@ -29,7 +29,7 @@ from typing import TYPE_CHECKING, Any
 from .errors import RegexSyntaxError, ResourceLimitError, UnsupportedRegexError
 from .grammar import ANY_CHAR, NOTHING, Expr, alt, intersect, literal, repeat, seq
 from .json_nodes import Node
-from .json_numbers import NotExpressible, integer_expr, number_expr
+from .json_numbers import NotExpressible, integer_expr, number_expr, unexact_spellings
 from .regex import parse_regex
 
 if TYPE_CHECKING:
@@ -79,7 +79,10 @@ class Scalars:
                 self.c.refuse("multipleOf", node.pointer + "/multipleOf", e.reason, negative)
         if not exprs:  # every multipleOf was refused leniently
             exprs.append(self._numbers(integer, None, kwargs))
-        return (exprs[0] if len(exprs) == 1 else intersect(*exprs)), False
+        expr = exprs[0] if len(exprs) == 1 else intersect(*exprs)
+        if negative:  # to be complemented: never smaller than the true language
+            expr = alt(expr, unexact_spellings())
+        return expr, False
 
     def _numbers(self, integer: bool, multiple: Any, bounds: dict[str, Any]) -> Expr:
         # The same few languages recur in every schema (an integer, a number, a count
