@@ -28,6 +28,10 @@ parsed exactly as well (``parse_float=Decimal``), so only the exact value counts
   spelling (``e5``, ``E+05``, ``e-0005``). A zero mantissa (``0e7``, ``-0.0E1``) is 0.
   This covers every ``json.dumps`` of a float. A range that is the whole positive (or
   negative) half line accepts every spelling there.
+- A language to be complemented (``not``, a ``oneOf``'s other branches, an ``if``) first
+  takes in :func:`unexact_spellings`, so that its complement keeps only spellings judged
+  exactly (integers and plain decimals of at most 15 digits): sound, at the cost of
+  exponent forms and longer numbers there.
 - Literals with a fraction or exponent are exact up to 17 significant digits (what
   ``repr`` of a float writes); longer ones are accepted only when they also lie within the
   bounds rounded inwards to 17 significant digits (sound, slightly incomplete within one
@@ -118,8 +122,8 @@ JSON_NUMBER: Expr = seq(optional(_MINUS), _INT_PART, optional(_FRACTION), option
 
 def unexact_spellings() -> Expr:
     """Spellings whose value the languages here may judge short of exactly (see the
-    spelling policy): every one with an exponent, and every decimal with 16 digits or
-    more. A language to be complemented (``not``, the other branches of a ``oneOf``, an
+    spelling policy): every one with an exponent, and every integer or decimal with 16
+    digits or more (a float ``multipleOf`` keeps integers to ``2**53``). A language to be complemented (``not``, the other branches of a ``oneOf``, an
     ``if``) takes them in, so that its complement holds no spelling of a value it left
     out: ``{"not": {"multipleOf": 3}}`` accepted ``3e0``, and ``{"not": {"minimum":
     10}}`` ``1000e10``. The complement keeps integer spellings and short plain
@@ -129,13 +133,15 @@ def unexact_spellings() -> Expr:
     >>> from constrain.automaton import Automaton
     >>> from constrain.grammar import Grammar
     >>> a = Automaton(Grammar.single(unexact_spellings()))
-    >>> [a.matches(s) for s in (b"3e0", b"-1.5E+3", b"0.1234567890123456", b"0.5", b"12")]
-    [True, True, True, False, False]
+    >>> [a.matches(s) for s in (b"3e0", b"-1.5E+3", b"0.1234567890123456", b"0.5", b"12",
+    ...                         b"1234567890123456")]
+    [True, True, True, False, False, True]
     """
     if not _UNEXACT:
         digits = 16
         # A decimal point after k digits (one digit may be 0, more start with 1-9).
         parts = [seq(_INT_PART, optional(_FRACTION), _EXPONENT),
+                 seq(NONZERO, repeat(DIGIT, digits - 1, None)),
                  seq(NONZERO, repeat(DIGIT, digits - 2, None), _FRACTION)]
         for k in range(1, digits - 1):
             head = DIGIT if k == 1 else seq(NONZERO, repeat(DIGIT, k - 1, k - 1))

@@ -696,8 +696,9 @@ def test_documents_too_deep_for_their_readers_are_typed_errors() -> None:
     {"type": "number", "not": {"type": "integer"}},
     {"oneOf": [{"type": "number", "minimum": 5}, {"type": "number", "maximum": 10}]},
     {"type": "number", "if": {"minimum": 5}, "then": {"multipleOf": 2}},
+    {"type": "integer", "oneOf": [{"multipleOf": 0.5}, {"maximum": 2}, {"minimum": 100}]},
 ], ids=["not-multipleOf", "not-minimum", "not-exclusiveMinimum", "not-integer", "oneOf-ranges",
-        "if-minimum"])
+        "if-minimum", "oneOf-float-multipleOf"])
 def test_complemented_numbers_accept_no_spelling_of_a_value_left_out(schema: Any) -> None:
     # Bounded and multipleOf languages hold policy spellings only (no mantissa of four
     # integer digits before an exponent, no exponent with multipleOf...): complemented,
@@ -705,7 +706,8 @@ def test_complemented_numbers_accept_no_spelling_of_a_value_left_out(schema: Any
     # multipleOf 3, 1000e10 under not minimum 10). Sound now: what is accepted validates.
     texts = ["3", "3e0", "6E0", "30e-1", "4", "4e0", "12", "12e0", "1000e10", "1234e40",
              "81397.2624547e+048", "1.5", "1.5e1", "15.0", "7", "7e0", "0.5", "9.5",
-             "0.1234567890123456", "-3e0", "1e-05", "2.5e0"]
+             "0.1234567890123456", "-3e0", "1e-05", "2.5e0", "3479601696872255821168",
+             "1"]
     accepted = [t for t in texts if accepts(schema, t)]
     assert accepted, "some plain spelling of a valid value is still accepted"
     for text in accepted:
