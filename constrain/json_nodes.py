@@ -229,22 +229,26 @@ def _plain_document(schema: Any) -> bool:
                         except (re.error, OverflowError, RecursionError):
                             return False
                     following.append(value)
-            elif isinstance(node, list):
-                following.extend(node)
-            elif not _is_json_scalar(node):
+            elif not _spread(node, following):
                 return False
-        for node in data:
-            if isinstance(node, dict):
-                for key, value in node.items():
-                    if type(key) is not str:
-                        return False
-                    following_data.append(value)
-            elif isinstance(node, list):
-                following_data.extend(node)
-            elif not _is_json_scalar(node):
-                return False
+        if not all(_spread(node, following_data) for node in data):
+            return False
         level, data = following, following_data
     return True
+
+
+def _spread(node: Any, out: list[Any]) -> bool:
+    """Append the values of a dict or the items of a list to ``out``; ``False`` where
+    ``node`` (or a key of it) is not JSON."""
+    if isinstance(node, dict):
+        if not all(type(key) is str for key in node):
+            return False
+        out.extend(node.values())
+        return True
+    if isinstance(node, list):
+        out.extend(node)
+        return True
+    return _is_json_scalar(node)
 
 
 def not_json(value: Any) -> tuple[str, Any] | None:
