@@ -229,12 +229,16 @@ def _plain_document(schema: Any) -> bool:
                         except (re.error, OverflowError, RecursionError):
                             return False
                     following.append(value)
-            elif not _spread(node, following):
+            elif type(node) not in _PLAIN_SCALARS and not _spread(node, following):
                 return False
-        if not all(_spread(node, following_data) for node in data):
-            return False
+        for node in data:
+            if type(node) not in _PLAIN_SCALARS and not _spread(node, following_data):
+                return False
         level, data = following, following_data
     return True
+
+
+_PLAIN_SCALARS = frozenset({str, int, bool, type(None)})
 
 
 def _spread(node: Any, out: list[Any]) -> bool:
