@@ -601,6 +601,9 @@ class Compiler:
                                    None, order="repeatable", lazy=not negative)
         if expr is None:
             keyword = "minProperties" if low else "maxProperties"
+            asked = flat[0].pointer.rsplit("/", 1)[-1]
+            if asked in ("minProperties", "maxProperties"):
+                keyword = asked  # a failure of that keyword, spelt as the other bound
             self.refuse(keyword, flat[0].pointer, "the object's values are recursive or "
                         "free-form, so its members cannot be counted")
             expr = object_language(syn, listed, extras, 0, None, order=order,

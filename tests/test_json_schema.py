@@ -548,6 +548,10 @@ def test_arrays_failing_an_items_schema_need_no_regular_stand_in(schema: Any) ->
 @pytest.mark.parametrize(("schema", "keyword", "pointer"), [
     pytest.param({"type": "array", "items": {"type": "string"}, "uniqueItems": True},
                  "uniqueItems", "#/uniqueItems", id="uniqueItems-strings"),
+    # Failing maxProperties is having at least N + 1 members: the refusal names the
+    # schema's keyword, not the bound it was spelt as.
+    pytest.param({"not": {"maxProperties": 10**8}}, "maxProperties", "#/not/maxProperties",
+                 id="not-huge-maxProperties"),
     pytest.param({"properties": {"a": {"unevaluatedProperties": False}}},
                  "unevaluatedProperties", "#/properties/a/unevaluatedProperties",
                  id="unevaluatedProperties"),
