@@ -130,6 +130,8 @@ class CompiledConstraint:
         key = (state, token)
         found = self._steps.get(key)
         if found is None:
+            if state == TERMINATED:  # nothing follows EOS (and -1 would index the last row)
+                return Automaton.DEAD
             if token in self._eos_token_ids:
                 found = self._steps[key] = (
                     TERMINATED if self.automaton.is_accepting(state) else Automaton.DEAD)

@@ -17,6 +17,7 @@ from constrain.compiler import CompiledConstraint
 from constrain.counted_runs import BREAKS, LEAVES, PARTIAL, STAYS, run_profile
 from constrain.grammar import Grammar
 from constrain.masks import TokenMasks
+from constrain.matcher import TERMINATED
 from constrain.regex import parse_regex
 from constrain.vocab import Vocabulary
 
@@ -86,7 +87,7 @@ def _check_path(compiled: CompiledConstraint, path: list[int], start: int | None
                 assert runs.step(state, found, other, compiled.token_step) == expected, (
                     automaton.terms.show(run.item), run.least, run.most, data)
         state = compiled.token_step(state, token)
-        if state == DEAD:
+        if state in (DEAD, TERMINATED):
             break
     return served
 

@@ -12,9 +12,10 @@ import pytest
 from byte_vocab_layout import BYTE_VOCAB_EOS
 
 from constrain import compile_choice, compile_regex
+from constrain.automaton import Automaton
 from constrain.compiler import CompiledConstraint
 from constrain.grammar import Grammar
-from constrain.matcher import Matcher
+from constrain.matcher import TERMINATED, Matcher
 from constrain.regex import parse_regex
 from constrain.vocab import Vocabulary
 
@@ -101,6 +102,18 @@ def test_fill_bitmask_after_termination_is_eos_only(matcher: Matcher,
     assert unpack(bitmask[1], byte_vocab.size) == [EOS]
     assert bitmask[1, -1] == 0 and (bitmask[0] == -1).all()
     assert matcher.allowed_token_ids().tolist() == [EOS]
+
+
+def test_no_step_follows_termination(matcher: Matcher, byte_vocab: Vocabulary) -> None:
+    """After EOS every token is dead, from the matcher and from the constraint's own step
+    (which once read the row table's last row for the terminated state, -1)."""
+    compiled = matcher._compiled
+    for token in (AB_ID, ord("4"), EOS):
+        assert matcher.advance(token)
+    for token in (ord("a"), AB_ID, ord("4"), EOS):
+        assert not matcher.advance(token)
+        assert compiled.token_step(TERMINATED, token) == Automaton.DEAD
+    assert matcher.is_terminated()
 
 
 # ---------------------------------------------------------------------------- advance
