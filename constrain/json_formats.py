@@ -78,7 +78,7 @@ from .grammar import (
     star,
 )
 
-__all__ = ["FORMATS", "format_expr"]
+__all__ = ["CHECKER_SUPERSETS", "FORMATS", "checker_superset", "format_expr"]
 
 
 def _cls(spec: str, extra: tuple[tuple[int, int], ...] = ()) -> Expr:
@@ -177,10 +177,17 @@ _IPV4 = seq(_OCTET, repeat(seq(literal("."), _OCTET), 3, 3))
 _LS32 = alt(seq(repeat(_HEX, 1, 4), literal(":"), repeat(_HEX, 1, 4)), _IPV4)
 
 
-def _ipv6() -> Expr:
+# The checker's IPv4 inside an IPv6 literal of a URI (``rfc3986-validator``): octets may
+# have leading zeros (``[01]?[0-9][0-9]?``).
+_LOOSE_OCTET = alt(seq(literal("25"), _cls("0-5")), seq(literal("2"), _cls("0-4"), DIGIT),
+                   seq(optional(_cls("01")), DIGIT, optional(DIGIT)))
+_LOOSE_LS32 = alt(seq(repeat(_HEX, 1, 4), literal(":"), repeat(_HEX, 1, 4)),
+                  seq(_LOOSE_OCTET, repeat(seq(literal("."), _LOOSE_OCTET), 3, 3)))
+
+
+def _ipv6(ls32: Expr = _LS32) -> Expr:
     h16 = repeat(_HEX, 1, 4)
     h16c = seq(h16, literal(":"))
-    ls32 = _LS32
     gap = literal("::")
 
     def before(n: int) -> Expr:  # [ *n( h16 ":" ) h16 ]
@@ -212,6 +219,20 @@ def _hostname() -> Expr:
     label = _ldh_label()
     name = seq(label, star(seq(literal("."), label)), optional(literal(".")))
     return _dns_length(name, _cls("A-Za-z0-9.-"))
+
+
+def _loose_hostname() -> Expr:
+    """Every name ``fqdn`` accepts: its regex is case-insensitive over Unicode, so ``\\d``
+    is any decimal digit and ``ı``, ``ſ`` and the Kelvin sign match ``i``, ``s`` and
+    ``k``; ``$`` also matches before a final newline. Labels keep their shape, not the
+    length bounds (this is a superset, for where the format is complemented)."""
+    decimal = [(ord(c), ord(c)) for c in _decimal_digits()]
+    letter = chars([(ord("A"), ord("Z")), (ord("a"), ord("z")), (0x131, 0x131),
+                    (0x17F, 0x17F), (0x212A, 0x212A), *decimal])
+    inner = alt(letter, literal("-"))
+    label = seq(letter, optional(seq(star(inner), letter)))
+    return seq(label, star(seq(literal("."), label)), optional(literal(".")),
+               optional(literal("\n")))
 
 
 def _idn_ascii_label() -> Expr:
@@ -316,15 +337,18 @@ _IPRIVATE = ((0xE000, 0xF8FF),)
 _PCT = seq(literal("%"), _HEX, _HEX)
 
 
-def _uri(reference: bool, iri: bool) -> Expr:
-    """The grammar of ``rfc3986-validator`` (RFC 3986), or RFC 3987's when ``iri``."""
+def _uri(reference: bool, iri: bool, loose: bool = False) -> Expr:
+    """The grammar of ``rfc3986-validator`` (RFC 3986), or RFC 3987's when ``iri``;
+    ``loose``: all the validator accepts (leading zeros in an IPv6 literal's IPv4 part, a
+    final newline before its ``$``), for where the format is complemented."""
     ucs = _UCSCHAR if iri else ()
     sub_unreserved = "-a-zA-Z0-9_.~!$&'()*+,;="
     reg_name = star(alt(_cls(sub_unreserved, ucs), _PCT))
     userinfo = star(alt(_cls(sub_unreserved + ":", ucs), _PCT))
     ip_future = seq(literal("v"), plus(_HEX), literal("."), plus(_cls(sub_unreserved + ":")))
     # rfc3987-syntax only parses uncompressed IPv6 addresses, so IRIs keep only those.
-    ipv6 = seq(repeat(seq(repeat(_HEX, 1, 4), literal(":")), 6, 6), _LS32) if iri else _ipv6()
+    ipv6 = (seq(repeat(seq(repeat(_HEX, 1, 4), literal(":")), 6, 6), _LS32) if iri
+            else _ipv6(_LOOSE_LS32 if loose else _LS32))
     host = alt(seq(literal("["), alt(ipv6, ip_future), literal("]")), reg_name)
     authority = seq(optional(seq(userinfo, literal("@"))), host,
                     optional(seq(literal(":"), star(DIGIT))))
@@ -341,11 +365,11 @@ def _uri(reference: bool, iri: bool) -> Expr:
     )
     hier = alt(*common, seq(plus(pchar), segments), EMPTY)
     uri = seq(scheme, literal(":"), hier, query, fragment)
-    if not reference:
-        return uri
-    no_colon = alt(_cls(sub_unreserved + "@", ucs), _PCT)
-    relative = alt(*common, seq(plus(no_colon), segments), EMPTY)
-    return alt(uri, seq(relative, query, fragment))
+    if reference:
+        no_colon = alt(_cls(sub_unreserved + "@", ucs), _PCT)
+        relative = alt(*common, seq(plus(no_colon), segments), EMPTY)
+        uri = alt(uri, seq(relative, query, fragment))
+    return seq(uri, optional(literal("\n"))) if loose else uri
 
 
 def _uri_template() -> Expr:
@@ -368,15 +392,25 @@ _POINTER = star(seq(literal("/"), star(alt(chars([(ord("/"), ord("/")), (ord("~"
                                               seq(literal("~"), _cls("01"))))))
 
 
+def _every_code_point() -> str:
+    """Every Unicode scalar value, in order, as one string."""
+    code_points = array("I", range(0xD800)) + array("I", range(0xE000, 0x110000))
+    return code_points.tobytes().decode("utf-32-le" if sys.byteorder == "little" else
+                                        "utf-32-be")
+
+
+def _decimal_digits() -> list[str]:
+    """What Python's Unicode ``\\d`` matches: exactly the decimal digits of every script."""
+    return re.findall(r"\d", _every_code_point())
+
+
 def _relative_pointer() -> Expr:
     # The checker reads its number with str.isdigit (any script's digits, superscripts...)
     # and refuses a digit after one whose int() is 0; int() of a non-decimal digit raises,
     # so every digit but the last is a non-zero decimal digit of some script.
-    code_points = array("I", range(0xD800)) + array("I", range(0xE000, 0x110000))
-    everything = code_points.tobytes().decode("utf-32-le" if sys.byteorder == "little" else
-                                              "utf-32-be")
-    decimal = re.findall(r"\d", everything)  # Unicode \d is exactly the decimal digits
-    other = [c for c in re.findall(r"[^\W\d_]", everything) if c.isdigit()]  # ² and kin
+    decimal = _decimal_digits()
+    other = [c for c in re.findall(r"[^\W\d_]", _every_code_point())
+             if c.isdigit()]  # ² and kin
     all_digits = [(ord(c), ord(c)) for c in decimal + other]
     nonzero = [(ord(c), ord(c)) for c in decimal if unicodedata.decimal(c) != 0]
     number = seq(star(chars(nonzero)), chars(all_digits))
@@ -454,6 +488,65 @@ FORMATS: dict[str, Callable[[], Expr]] = {
 """Known formats and their builders (built on first use, then cached)."""
 
 _CACHE: dict[str, Expr] = {}
+
+
+def _email_rule() -> Expr:
+    anything = star(ANY_CHAR)
+    return seq(anything, literal("@"), anything)
+
+
+def _loose_uuid() -> Expr:
+    # The checker asks UUID() to parse the string (which also takes braces, "urn:uuid:",
+    # any hyphens, signs and underscores) and for hyphens at positions 8, 13, 18 and 23.
+    any_n = [repeat(ANY_CHAR, n, n) for n in (8, 4, 4, 4)]
+    return seq(*(item for part in any_n for item in (part, literal("-"))), star(ANY_CHAR))
+
+
+_EXACT = ("date", "ipv4", "ipv6", "json-pointer", "relative-json-pointer")
+
+CHECKER_SUPERSETS: dict[str, Callable[[], Expr]] = {
+    **{name: FORMATS[name] for name in _EXACT},
+    # The checker upper-cases and reads with "$", which also matches before a final "\n".
+    "date-time": lambda: seq(_date_time(), optional(literal("\n"))),
+    "time": lambda: seq(_time(), optional(literal("\n"))),
+    "email": _email_rule,
+    "idn-email": _email_rule,
+    "hostname": _loose_hostname,
+    "uuid": _loose_uuid,
+    "uri": lambda: _uri(False, False, loose=True),
+    "uri-reference": lambda: _uri(True, False, loose=True),
+}
+"""Per known format, a language holding *every* string ``jsonschema``'s checker accepts
+(exact for the formats in ``_EXACT``), for where a format's language is complemented
+(``not``, an ``if``, a ``oneOf``'s other branches): the complement of a subset would let
+through strings that have the format. Formats missing here have no such language yet
+(``duration``, ``idn-hostname``, ``iri``, ``iri-reference``, ``uri-template``, ``regex``,
+``color``)."""
+
+_SUPERSET_CACHE: dict[str, Expr] = {}
+
+
+def checker_superset(name: str) -> Expr | None:
+    """A language containing every string that passes the checker of known format
+    ``name`` (see :data:`CHECKER_SUPERSETS`), or ``None`` where none is built.
+
+    >>> from constrain.automaton import Automaton
+    >>> from constrain.grammar import Grammar
+    >>> a = Automaton(Grammar.single(checker_superset("date-time")))
+    >>> a.matches(b"2024-02-29T12:00:00Z"), a.matches(b"2024-02-29T12:00:00Z\\n")
+    (True, True)
+    >>> checker_superset("regex") is None
+    True
+    """
+    if name in _EXACT:
+        return format_expr(name)  # the same language, built once
+    found = _SUPERSET_CACHE.get(name)
+    if found is None:
+        builder = CHECKER_SUPERSETS.get(name)
+        if builder is None:
+            return None
+        found = _SUPERSET_CACHE[name] = builder()
+    return found
 
 
 def format_expr(name: str) -> Expr | None:

@@ -27,7 +27,7 @@ from fractions import Fraction
 from typing import TYPE_CHECKING, Any
 
 from .errors import RegexSyntaxError, ResourceLimitError, UnsupportedRegexError
-from .grammar import ANY_CHAR, NOTHING, Expr, alt, intersect, literal, repeat, seq
+from .grammar import ANY_CHAR, NOTHING, Expr, alt, intersect, repeat
 from .json_nodes import Node
 from .json_numbers import NotExpressible, integer_expr, number_expr, unexact_spellings
 from .regex import parse_regex
@@ -36,9 +36,6 @@ if TYPE_CHECKING:
     from .json_compiler import Compiler
 
 __all__ = ["Scalars"]
-
-# Formats whose json_formats language is exactly what jsonschema's checker accepts.
-_EXACT_FORMATS = frozenset({"date", "ipv4", "ipv6", "json-pointer", "relative-json-pointer"})
 
 
 class Scalars:
@@ -154,15 +151,17 @@ class Scalars:
         """The decoded language of format ``name`` (``None``: any string).
 
         :mod:`constrain.json_formats` gives, for most formats, a realistic *subset* of what
-        ``jsonschema``'s checker accepts. That is right where the language is kept; where
-        it is complemented (``negative``) only the formats it builds exactly are used,
-        ``email`` becomes the checker's own rule (an ``@`` somewhere), and any other format
-        becomes "any string" (larger, hence safe to complement).
+        ``jsonschema``'s checker accepts. That is right where the language is kept. Where
+        it is complemented (``negative``), the complement of a subset would hold strings
+        that have the format, so a language holding all of the checker's is used
+        (:func:`~constrain.json_formats.checker_superset`: exact for some formats, a
+        superset close to it for others); a format without one is refused (under
+        ``lenient``, the subset is complemented: an over-approximation, with a warning).
         """
         from .json_schema import UnknownFormatWarning
 
         try:
-            from .json_formats import format_expr
+            from .json_formats import checker_superset, format_expr
         except ImportError:
             self.c.refuse("format", pointer, "format languages (constrain.json_formats) are "
                         "not available", negative)
@@ -173,11 +172,15 @@ class Scalars:
                            f"unknown format {name!r} at {pointer}: any string is accepted",
                            UnknownFormatWarning)
             return None
-        if negative and name not in _EXACT_FORMATS:
-            if name in ("email", "idn-email"):
-                anything = repeat(ANY_CHAR, 0, None)
-                return seq(anything, literal("@"), anything)
-            return None
+        if negative:
+            superset = checker_superset(name)
+            if superset is not None:
+                return superset
+            # Not negative=True: dropping the format there would silently take every
+            # string out of the complement (an `if` on a format rejected them all).
+            self.c.refuse("format", pointer, f"format {name!r} is built as a subset of what "
+                          "its checker accepts, which cannot be complemented exactly "
+                          "(under not, if or an overlapping oneOf)")
         return expr
 
 

@@ -13,7 +13,7 @@ from jsonschema import Draft3Validator, Draft202012Validator
 
 from constrain.automaton import Automaton
 from constrain.grammar import Grammar
-from constrain.json_formats import FORMATS, format_expr
+from constrain.json_formats import CHECKER_SUPERSETS, FORMATS, checker_superset, format_expr
 
 CHECKER = Draft202012Validator.FORMAT_CHECKER
 
@@ -203,3 +203,69 @@ def test_ip_addresses_round_trip(address: object) -> None:
 @given(value=st.uuids())
 def test_uuids(value: object) -> None:
     assert matches("uuid", str(value)) and matches("uuid", str(value).upper())
+
+
+# --- languages for where a format is complemented ---------------------------------------
+
+@cache
+def superset_automaton(name: str) -> Automaton:
+    expr = checker_superset(name)
+    assert expr is not None
+    return Automaton(Grammar.single(expr))
+
+
+# The characters the checkers read loosely: a final newline (re's "$"), other scripts'
+# digits and the letters Unicode case-folds to ASCII (fqdn), braces, underscores and signs
+# (UUID()), leading zeros in IPv4 parts (rfc3986-validator's IPv6 literals).
+_LOOSE = "\n٣０ıſ\u212a{}_+:-0.z"
+SUPERSET_ALPHABETS = {name: EXACT_ALPHABETS.get(name, "") + _LOOSE
+                      for name in CHECKER_SUPERSETS}
+SUPERSET_ALPHABETS["uuid"] = "0aF-" + _LOOSE
+SUPERSET_ALPHABETS["email"] = SUPERSET_ALPHABETS["idn-email"] = "@a. " + _LOOSE
+
+
+@pytest.mark.parametrize("name", sorted(CHECKER_SUPERSETS))
+@settings(max_examples=150, deadline=None)
+@given(data=st.data())
+def test_checker_supersets_hold_every_string_the_checker_accepts(
+        name: str, data: st.DataObject) -> None:
+    """Near-misses of valid values, and the valid values' own spellings with a final
+    newline or a looser character: whatever the checker accepts, the superset holds."""
+    alphabet = SUPERSET_ALPHABETS[name]
+    chars = list(data.draw(st.sampled_from(VALID[name])))
+    for _ in range(data.draw(st.integers(0, 3))):
+        i = data.draw(st.integers(0, len(chars)))
+        if data.draw(st.booleans()) or not chars:
+            chars.insert(i, data.draw(st.sampled_from(alphabet)))
+        else:
+            chars[min(i, len(chars) - 1)] = data.draw(st.sampled_from(alphabet))
+    text = "".join(chars)
+    if conforms(text, name):
+        assert superset_automaton(name).matches(text.encode()), text
+
+
+@pytest.mark.parametrize(("name", "text"), [
+    ("date-time", "2024-01-15T10:30:00Z\n"), ("time", "23:59:59z\n"),
+    ("hostname", "example.com\n"), ("hostname", "٣.example"), ("hostname", "\u212aey.ſite"),
+    ("uri", "http://[::ffff:01.002.3.4]/"), ("uri-reference", "/a\n"),
+    ("uuid", "{12345678-1234-1234-1234-123456789012}"[1:-1]),
+    ("uuid", "12345678-1234-1234-1234-1234567890_1"),
+])
+def test_checker_supersets_take_the_checkers_quirks(name: str, text: str) -> None:
+    assert conforms(text, name), "bad test case: the checker refuses it"
+    assert superset_automaton(name).matches(text.encode())
+    assert not matches(name, text) or name == "uuid"
+
+
+@pytest.mark.parametrize(("name", "text"), [
+    (n, t) for n in CHECKER_SUPERSETS for t in INVALID.get(n, [])
+    # hostname and uuid drop length bounds and hex digits; email's checker asks for an "@"
+    if n not in ("hostname", "uuid", "email", "idn-email")
+])
+def test_checker_supersets_still_refuse_what_is_far_from_the_format(name: str, text: str) -> None:
+    assert not superset_automaton(name).matches(text.encode())
+
+
+def test_formats_without_a_superset_are_none() -> None:
+    assert checker_superset("duration") is None and checker_superset("regex") is None
+    assert checker_superset("date") is format_expr("date")  # exact: the same language

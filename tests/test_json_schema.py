@@ -123,6 +123,22 @@ CASES: list[tuple[str, Any, list[Any]]] = [
     ("pattern-end-anchor-in-plus", {"pattern": "(a$|b)+"}, ["a", "ba", "bb", "ab", "c", ""]),
     ("not-format-date", {"type": "string", "not": {"format": "date"}},
      ["2024-01-01", "2024-02-30", "x"]),
+    # Complemented formats take a language holding all the checker accepts: an `if` on a
+    # format once rejected every string that lacked it.
+    ("not-format-uuid", {"not": {"format": "uuid"}},
+     ["a", "123e4567-e89b-12d3-a456-426614174000", "123e4567e89b12d3a456426614174000", 1]),
+    ("if-format-uuid", {"if": {"format": "uuid"}, "then": {"maxLength": 3}},
+     ["a", "abcd", "123e4567-e89b-12d3-a456-426614174000", 7]),
+    ("if-format-date-time", {"if": {"format": "date-time"}, "then": {"maxLength": 20},
+                             "else": {"maxLength": 4}},
+     ["2024-01-15T10:30:00Z", "2024-01-15T10:30:00.5Z", "2024-01-15T10:30:00Z\n", "abcd",
+      "abcde"]),
+    ("not-format-uri", {"type": "string", "not": {"format": "uri"}},
+     ["https://example.com", "not a uri", "http://[::1.02.3.4]/", "a:b\n", "/relative"]),
+    ("not-format-hostname", {"not": {"format": "hostname"}},
+     ["example.com", "-bad.com", "a..b", "٣.example", "example.com\n", "a b"]),
+    ("oneOf-formats", {"oneOf": [{"format": "ipv4"}, {"format": "hostname"}]},
+     ["1.2.3.4", "example.com", "1.2.3", "-x", 5]),
     ("string-escapes", {"enum": ["a\"b", "tab\there", "é/\\", "line\nbreak", "\u0000"]},
      ["a\"b", "tab\there", "é/\\", "line\nbreak", "\u0000", "ab"]),
     # numbers
@@ -870,12 +886,19 @@ def test_numbers_inside_enum_containers_match_by_value(schema: Any, texts: list[
             assert accepts(schema, text) == valid, text
 
 
-def test_inexact_formats_are_complemented_safely() -> None:
-    # json_formats builds a subset of "uri"; under "not" the compiler uses a superset
-    # (any string), so nothing jsonschema calls a uri gets through.
-    schema = {"type": "string", "not": {"format": "uri"}}
-    for text in ('"https://example.com"', '"not a uri"'):
-        assert not accepts(schema, text)
+def test_formats_with_no_complementable_language_are_refused_there() -> None:
+    """``duration`` is built as a subset of its checker and has no superset language yet:
+    complemented, it is refused with its pointer (dropping it took every string out of
+    the complement); ``lenient`` complements the subset instead, with a warning."""
+    schema = {"type": "string", "not": {"format": "duration"}}
+    with pytest.raises(UnsupportedSchemaError) as raised:
+        schema_to_grammar(schema)
+    assert (raised.value.keyword, raised.value.pointer) == ("format", "#/not/format")
+    with pytest.warns(ApproximationWarning, match="#/not/format"):
+        grammar = schema_to_grammar(schema, JsonSchemaOptions(lenient=True))
+    a = Automaton(grammar)
+    assert a.matches(b'"soon"') and not a.matches(b'"P1D"')
+    assert accepts({"format": "duration"}, '"P1D"')  # kept: the subset, as before
 
 
 def test_unsupported_under_not_is_safely_ignored() -> None:
