@@ -198,18 +198,20 @@ class Compiler:
 
     def refuse(self, keyword: str, pointer: str, detail: str, negative: bool = False) -> None:
         """Raise :class:`UnsupportedSchemaError`, or with ``lenient`` warn and return (the
-        caller then over-approximates by ignoring ``keyword``).
+        caller then ignores ``keyword``).
 
-        In negative position (a language that will be complemented) ignoring a keyword
-        gives a larger language, which is the safe side: the call returns silently and the
-        final language is only smaller than exact."""
-        if negative:
-            return
+        Ignoring a keyword over-approximates where the language is kept; in negative
+        position (a language that will be complemented) it under-approximates: the
+        complement loses every value the keyword alone would have refused
+        (``{"if": {"pattern": ...}}`` with a refused pattern lost every string). Either
+        way it is refused unless ``lenient``, whose warning says which."""
         if not self.options.lenient:
             raise UnsupportedSchemaError(keyword, pointer, detail)
         from .json_schema import ApproximationWarning
 
-        warnings.warn(f"{keyword} at {pointer or '#'} is not enforced: {detail}",
+        effect = ("some valid values are refused: it sits in a complemented language"
+                  if negative else "the language is larger than the schema's")
+        warnings.warn(f"{keyword} at {pointer or '#'} is not enforced ({effect}): {detail}",
                       ApproximationWarning, stacklevel=4)
 
     def warn_once(self, key: str, message: str, category: type[Warning]) -> None:
@@ -688,7 +690,7 @@ class Compiler:
                 e = self.scalars.pattern(p, pointer, negative if p in region else not negative)
                 if e is None and not negative:
                     break  # refused leniently: drop the region (fewer keys: the safe side)
-                if e is not None:  # (negative: a dropped condition admits more keys: safe)
+                if e is not None:  # (negative, leniently: a dropped condition admits more keys)
                     (matched if p in region else unmatched).append(e)
             else:
                 key = key_region(self.syn, listed_keys, matched, unmatched)

@@ -129,7 +129,7 @@ class Scalars:
         :mod:`constrain.regex`), ``$`` the end (ECMA). Negative: classes and ``.`` around
         both, and ``$`` also before a final newline (Python's reading), which contains
         both. A negative lookahead reads its body on the other side. ``None`` when refused
-        (leniently, or ignored in negative position).
+        (leniently: the caller drops it).
         """
         key = (pattern, negative)
         if key in self._patterns:

@@ -531,11 +531,16 @@ def test_leaf_languages_are_shared_by_content_within_their_dialect_and_options()
     assert _fresh_matches({"type": "string", "maxLength": 2}, '"ab"')
 
 
-def test_a_leaf_over_approximated_under_not_is_still_refused_in_place() -> None:
-    """Under ``not`` an unsupported pattern is dropped (a larger language, complemented:
-    the safe side); the same leaf in place is refused, even after that compile."""
+def test_a_keyword_refused_under_not_is_refused_there_and_in_place() -> None:
+    """An unsupported pattern is refused under ``not`` too (dropped, the complement would
+    lose every string); under ``lenient`` it is dropped there with a warning that says
+    valid values may be refused, and the same leaf in place is still refused after."""
     backreference = {"type": "string", "pattern": "(a)\\1"}
-    assert _fresh_matches({"not": backreference}, "1")
+    with pytest.raises(UnsupportedSchemaError) as raised:
+        schema_to_grammar({"not": backreference})
+    assert raised.value.pointer == "#/not/pattern"
+    with pytest.warns(ApproximationWarning, match="#/not/pattern.*valid values are refused"):
+        assert _fresh_matches({"not": backreference}, "1", JsonSchemaOptions(lenient=True))
     with pytest.raises(UnsupportedSchemaError, match="pattern"):
         schema_to_grammar(backreference)
 
@@ -742,10 +747,12 @@ def test_unresolvable_ref_is_schema_error() -> None:
 
 def test_end_anchor_in_repeat_is_refused_where_complemented() -> None:
     # Complemented, Python's "$" before a final newline could be consumed by a later
-    # iteration, so the pattern is not used there: dropped (the language only shrinks).
+    # iteration, so the pattern cannot be used there. Dropping it took every string out
+    # of the complement ("b" is valid); it is refused with its pointer.
     schema = {"type": "string", "not": {"pattern": "^(a($|/))*$"}}
-    for text in ('"a/a"', '"a/"', '"b"'):
-        assert not accepts(schema, text)
+    with pytest.raises(UnsupportedSchemaError) as raised:
+        schema_to_grammar(schema)
+    assert (raised.value.keyword, raised.value.pointer) == ("pattern", "#/not/pattern")
 
 
 def test_lenient_warns_and_over_approximates() -> None:
@@ -901,11 +908,15 @@ def test_formats_with_no_complementable_language_are_refused_there() -> None:
     assert accepts({"format": "duration"}, '"P1D"')  # kept: the subset, as before
 
 
-def test_unsupported_under_not_is_safely_ignored() -> None:
-    # Ignoring a keyword inside "not" only makes the removed language larger: the result
-    # is smaller than exact but sound, so nothing is refused.
+def test_unsupported_under_not_is_refused_unless_lenient() -> None:
+    # Ignoring a keyword inside "not" makes the removed language larger, so the result
+    # loses valid values (["a", "a"] here): refused; lenient drops it with a warning.
     schema = {"type": "array", "not": {"items": {"type": "string"}, "uniqueItems": True}}
-    a = Automaton(schema_to_grammar(schema))
+    with pytest.raises(UnsupportedSchemaError) as raised:
+        schema_to_grammar(schema)
+    assert raised.value.pointer == "#/not/uniqueItems"
+    with pytest.warns(ApproximationWarning, match="valid values are refused"):
+        a = Automaton(schema_to_grammar(schema, JsonSchemaOptions(lenient=True)))
     assert not a.matches(b'["a", "b"]') and not a.matches(b'["a", "a"]')
     assert a.matches(b'[1]')
 
