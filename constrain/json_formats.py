@@ -540,13 +540,7 @@ def checker_superset(name: str) -> Expr | None:
     """
     if name in _EXACT:
         return format_expr(name)  # the same language, built once
-    found = _SUPERSET_CACHE.get(name)
-    if found is None:
-        builder = CHECKER_SUPERSETS.get(name)
-        if builder is None:
-            return None
-        found = _SUPERSET_CACHE[name] = builder()
-    return found
+    return _built(name, CHECKER_SUPERSETS, _SUPERSET_CACHE)
 
 
 def format_expr(name: str) -> Expr | None:
@@ -561,10 +555,16 @@ def format_expr(name: str) -> Expr | None:
     >>> a.matches(b"192.168.0.1"), a.matches(b"192.168.0.01"), format_expr("no-such") is None
     (True, False, True)
     """
-    found = _CACHE.get(name)
+    return _built(name, FORMATS, _CACHE)
+
+
+def _built(name: str, builders: dict[str, Callable[[], Expr]],
+           cache: dict[str, Expr]) -> Expr | None:
+    """``builders[name]()``, built on first use and kept in ``cache``."""
+    found = cache.get(name)
     if found is None:
-        builder = FORMATS.get(name)
+        builder = builders.get(name)
         if builder is None:
             return None
-        found = _CACHE[name] = builder()
+        found = cache[name] = builder()
     return found
