@@ -12,7 +12,8 @@ exactly what that dialect's ``jsonschema`` validator makes them mean: e.g. a dra
   :class:`~constrain.errors.UnsupportedSchemaError` (keyword, JSON pointer, reason); with
   ``lenient=True`` it is instead ignored with an :class:`ApproximationWarning` (the language
   then over-approximates: ``oneOf`` becomes ``anyOf``, ``not``/``uniqueItems``/``contains``
-  are dropped).
+  are dropped; a keyword dropped inside a complemented language, ``not`` or an ``if``,
+  makes it under-approximate there instead, and its warning says so).
 - Keywords the dialect does not know are ignored, as validators ignore them; annotations
   (``title``, ``description``, ``default``, ``examples``, ...) likewise.
 - An unknown ``format`` accepts any string, with an :class:`UnknownFormatWarning`
