@@ -22,7 +22,10 @@ libraries installed (``rfc3339-validator``, ``rfc3986-validator``, ``fqdn``, ``i
   checker only asks for an ``@``.)
 - ``hostname``: ASCII labels of 1-63 letters, digits and inner hyphens, dot-separated, at
   most 253 characters (a trailing dot allowed beyond). Exact for ASCII (the checker also
-  takes Unicode digits, which are left out).
+  takes Unicode digits and one final newline, which are left out).
+
+Where a format is complemented, :func:`checker_superset` gives a language holding all
+that the checker accepts, quirks included (see :data:`CHECKER_SUPERSETS`).
 - ``idn-hostname``: the same ASCII labels less those with ``--`` in 3rd and 4th place
   (A-labels ``xn--`` are left out), plus labels with non-ASCII letters that IDNA 2008 allows
   unconditionally (PVALID, left-to-right, never changed by NFC, with lower-case ASCII
@@ -35,7 +38,7 @@ libraries installed (``rfc3339-validator``, ``rfc3986-validator``, ``fqdn``, ``i
   hyphens after the fourth, which are left out).
 - ``uri``, ``uri-reference``: the RFC 3986 grammar the checker uses (``rfc3986-validator``),
   with IP literals in the strict form above (the checker also takes IPv4 parts with leading
-  zeros inside ``[...]``). ``iri``, ``iri-reference``: the same with RFC 3987's
+  zeros inside ``[...]``, and one final newline: both left out). ``iri``, ``iri-reference``: the same with RFC 3987's
   non-ASCII characters of the BMP, and only uncompressed IPv6 literals (both limits of
   ``rfc3987-syntax``, which jsonschema uses for IRIs when ``rfc3987`` is absent).
 - ``uri-template``: RFC 6570 level 4 (literals, ``{op var,var:3,list*}``) less variable
