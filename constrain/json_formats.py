@@ -23,9 +23,6 @@ libraries installed (``rfc3339-validator``, ``rfc3986-validator``, ``fqdn``, ``i
 - ``hostname``: ASCII labels of 1-63 letters, digits and inner hyphens, dot-separated, at
   most 253 characters (a trailing dot allowed beyond). Exact for ASCII (the checker also
   takes Unicode digits and one final newline, which are left out).
-
-Where a format is complemented, :func:`checker_superset` gives a language holding all
-that the checker accepts, quirks included (see :data:`CHECKER_SUPERSETS`).
 - ``idn-hostname``: the same ASCII labels less those with ``--`` in 3rd and 4th place
   (A-labels ``xn--`` are left out), plus labels with non-ASCII letters that IDNA 2008 allows
   unconditionally (PVALID, left-to-right, never changed by NFC, with lower-case ASCII
@@ -49,6 +46,9 @@ that the checker accepts, quirks included (see :data:`CHECKER_SUPERSETS`).
 - ``regex``: a regular subset of Python ``re`` syntax (see :func:`_regex_subset`): literals,
   escapes, ``.``, classes, groups nested up to 3 deep, alternation, quantifiers.
 - ``color`` (draft 3): ``#rgb``, ``#rrggbb`` and the 17 CSS 2.1 colour names.
+
+Where a format is complemented, :func:`checker_superset` gives a language holding all
+that the checker accepts, quirks included (see :data:`CHECKER_SUPERSETS`).
 
 >>> from constrain.automaton import Automaton
 >>> from constrain.grammar import Grammar
