@@ -505,6 +505,11 @@ def _loose_uuid() -> Expr:
     return seq(*(item for part in any_n for item in (part, literal("-"))), star(ANY_CHAR))
 
 
+def _loose_duration() -> Expr:
+    # isoduration reads an optional sign and "P", and the checker asks for a designator last.
+    return seq(optional(_cls("+-")), literal("P"), star(ANY_CHAR), _cls("DMYWHS"))
+
+
 _EXACT = ("date", "ipv4", "ipv6", "json-pointer", "relative-json-pointer")
 
 CHECKER_SUPERSETS: dict[str, Callable[[], Expr]] = {
@@ -516,6 +521,7 @@ CHECKER_SUPERSETS: dict[str, Callable[[], Expr]] = {
     "idn-email": _email_rule,
     "hostname": _loose_hostname,
     "uuid": _loose_uuid,
+    "duration": _loose_duration,
     "uri": lambda: _uri(False, False, loose=True),
     "uri-reference": lambda: _uri(True, False, loose=True),
 }
@@ -523,7 +529,7 @@ CHECKER_SUPERSETS: dict[str, Callable[[], Expr]] = {
 (exact for the formats in ``_EXACT``), for where a format's language is complemented
 (``not``, an ``if``, a ``oneOf``'s other branches): the complement of a subset would let
 through strings that have the format. Formats missing here have no such language yet
-(``duration``, ``idn-hostname``, ``iri``, ``iri-reference``, ``uri-template``, ``regex``,
+(``idn-hostname``, ``iri``, ``iri-reference``, ``uri-template``, ``regex``,
 ``color``)."""
 
 _SUPERSET_CACHE: dict[str, Expr] = {}

@@ -221,6 +221,7 @@ _LOOSE = "\n٣０ıſ\u212a{}_+:-0.z"
 SUPERSET_ALPHABETS = {name: EXACT_ALPHABETS.get(name, "") + _LOOSE
                       for name in CHECKER_SUPERSETS}
 SUPERSET_ALPHABETS["uuid"] = "0aF-" + _LOOSE
+SUPERSET_ALPHABETS["duration"] = "PTYMDWHS1.,e" + _LOOSE
 SUPERSET_ALPHABETS["email"] = SUPERSET_ALPHABETS["idn-email"] = "@a. " + _LOOSE
 
 
@@ -250,6 +251,7 @@ def test_checker_supersets_hold_every_string_the_checker_accepts(
     ("uri", "http://[::ffff:01.002.3.4]/"), ("uri-reference", "/a\n"),
     ("uuid", "{12345678-1234-1234-1234-123456789012}"[1:-1]),
     ("uuid", "12345678-1234-1234-1234-1234567890_1"),
+    ("duration", "-P1.5D"), ("duration", "P1,5DT1e1S"),
 ])
 def test_checker_supersets_take_the_checkers_quirks(name: str, text: str) -> None:
     assert conforms(text, name), "bad test case: the checker refuses it"
@@ -259,13 +261,14 @@ def test_checker_supersets_take_the_checkers_quirks(name: str, text: str) -> Non
 
 @pytest.mark.parametrize(("name", "text"), [
     (n, t) for n in CHECKER_SUPERSETS for t in INVALID.get(n, [])
-    # hostname and uuid drop length bounds and hex digits; email's checker asks for an "@"
-    if n not in ("hostname", "uuid", "email", "idn-email")
+    # hostname, uuid and duration drop length bounds, hex digits and what comes between
+    # "P" and the last designator; email's checker asks for an "@"
+    if n not in ("hostname", "uuid", "duration", "email", "idn-email")
 ])
 def test_checker_supersets_still_refuse_what_is_far_from_the_format(name: str, text: str) -> None:
     assert not superset_automaton(name).matches(text.encode())
 
 
 def test_formats_without_a_superset_are_none() -> None:
-    assert checker_superset("duration") is None and checker_superset("regex") is None
+    assert checker_superset("iri") is None and checker_superset("regex") is None
     assert checker_superset("date") is format_expr("date")  # exact: the same language
