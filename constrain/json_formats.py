@@ -45,7 +45,8 @@ libraries installed (``rfc3339-validator``, ``rfc3986-validator``, ``fqdn``, ``i
   those of ``str.isdigit`` (``٣/a`` passes; ``²1`` makes the checker raise, left out).
 - ``regex``: a regular subset of Python ``re`` syntax (see :func:`_regex_subset`): literals,
   escapes, ``.``, classes, groups nested up to 3 deep, alternation, quantifiers.
-- ``color`` (draft 3): ``#rgb``, ``#rrggbb`` and the 17 CSS 2.1 colour names.
+- ``color`` (draft 3): ``#rgb``, ``#rrggbb`` and the 17 CSS 2.1 colour names (the checker,
+  ``webcolors``, takes CSS 3's 147 in any case).
 
 Where a format is complemented, :func:`checker_superset` gives a language holding all
 that the checker accepts, quirks included (see :data:`CHECKER_SUPERSETS`).
@@ -425,25 +426,58 @@ def _uuid() -> Expr:
                repeat(_HEX, 12, 12))
 
 
+_HEX_COLOR = seq(literal("#"), repeat(_HEX, 3, 3), optional(repeat(_HEX, 3, 3)))
+
+
 def _color() -> Expr:
     names = ["aqua", "black", "blue", "fuchsia", "gray", "green", "lime", "maroon", "navy", "olive", "orange", "purple", "red", "silver", "teal", "white", "yellow"]
-    return alt(seq(literal("#"), repeat(_HEX, 3, 3), optional(repeat(_HEX, 3, 3))),
-               *(literal(n) for n in names))
+    return alt(_HEX_COLOR, *(literal(n) for n in names))
+
+
+# CSS Color Module Level 3's 147 keywords, which the draft-3 checker (webcolors) looks up.
+_CSS3_COLOR_NAMES = """aliceblue antiquewhite aqua aquamarine azure beige bisque black
+blanchedalmond blue blueviolet brown burlywood cadetblue chartreuse chocolate coral
+cornflowerblue cornsilk crimson cyan darkblue darkcyan darkgoldenrod darkgray darkgreen
+darkgrey darkkhaki darkmagenta darkolivegreen darkorange darkorchid darkred darksalmon
+darkseagreen darkslateblue darkslategray darkslategrey darkturquoise darkviolet deeppink
+deepskyblue dimgray dimgrey dodgerblue firebrick floralwhite forestgreen fuchsia gainsboro
+ghostwhite gold goldenrod gray green greenyellow grey honeydew hotpink indianred indigo
+ivory khaki lavender lavenderblush lawngreen lemonchiffon lightblue lightcoral lightcyan
+lightgoldenrodyellow lightgray lightgreen lightgrey lightpink lightsalmon lightseagreen
+lightskyblue lightslategray lightslategrey lightsteelblue lightyellow lime limegreen linen
+magenta maroon mediumaquamarine mediumblue mediumorchid mediumpurple mediumseagreen
+mediumslateblue mediumspringgreen mediumturquoise mediumvioletred midnightblue mintcream
+mistyrose moccasin navajowhite navy oldlace olive olivedrab orange orangered orchid
+palegoldenrod palegreen paleturquoise palevioletred papayawhip peachpuff peru pink plum
+powderblue purple red rosybrown royalblue saddlebrown salmon sandybrown seagreen seashell
+sienna silver skyblue slateblue slategray slategrey snow springgreen steelblue tan teal
+thistle tomato turquoise violet wheat white whitesmoke yellow yellowgreen""".split()
+
+
+def _checker_color() -> Expr:
+    # The checker looks a name up after str.lower(), which also maps the Kelvin sign to
+    # "k", and matches a hexadecimal colour with "$" (a final newline passes).
+    def letter(c: str) -> Expr:
+        return _cls(c + c.upper() + ("\u212a" if c == "k" else ""))
+
+    names = alt(*(seq(*(letter(c) for c in name)) for name in _CSS3_COLOR_NAMES))
+    return alt(names, seq(_HEX_COLOR, optional(literal("\n"))))
 
 
 def _regex_subset() -> Expr:
     """Regexes built from pieces Python's ``re`` always compiles: literal characters
-    (not metacharacters), escaped punctuation, ``\\d\\w\\s\\D\\W\\S``, ``.``, simple
+    (not metacharacters; control characters too, so that a pattern's final-newline
+    reading stays inside), escaped punctuation, ``\\d\\w\\s\\D\\W\\S``, ``.``, simple
     classes ``[...]`` of literals and ascending ``a-z`` style ranges of letters or digits,
     groups ``(...)``/``(?:...)`` nested up to 3 deep with ``|``, one quantifier
     (``* + ? {n} {n,} {n,m}``, counts below 10000, ``n <= m`` and ``n < 100`` in ``{n,m}``,
     with an optional lazy ``?``) after any atom, and the anchors
     ``^``/``$`` anywhere (unquantified)."""
     meta = "\\.^$*+?{}[]()|"
-    plain = chars([(ord(c), ord(c)) for c in meta] + [(0, 31)], negate=True)
+    plain = chars([(ord(c), ord(c)) for c in meta], negate=True)
     escape = seq(literal("\\"), _cls("dwsDWSntrf" + meta + "/-"))
     class_item = alt(
-        chars([(ord(c), ord(c)) for c in "\\]^-[&~|"] + [(0, 31)], negate=True),
+        chars([(ord(c), ord(c)) for c in "\\]^-[&~|"], negate=True),
         seq(literal("\\"), _cls("dwsDWS" + "\\]^-[.")),
         seq(literal("a-"), _cls("b-z")), seq(literal("A-"), _cls("B-Z")),
         seq(literal("0-"), _cls("1-9")),
@@ -522,15 +556,15 @@ CHECKER_SUPERSETS: dict[str, Callable[[], Expr]] = {
     "hostname": _loose_hostname,
     "uuid": _loose_uuid,
     "duration": _loose_duration,
+    "color": _checker_color,
     "uri": lambda: _uri(False, False, loose=True),
     "uri-reference": lambda: _uri(True, False, loose=True),
 }
 """Per known format, a language holding *every* string ``jsonschema``'s checker accepts
-(exact for the formats in ``_EXACT``), for where a format's language is complemented
-(``not``, an ``if``, a ``oneOf``'s other branches): the complement of a subset would let
-through strings that have the format. Formats missing here have no such language yet
-(``idn-hostname``, ``iri``, ``iri-reference``, ``uri-template``, ``regex``,
-``color``)."""
+(exact for the formats in ``_EXACT`` and for ``color``), for where a format's language is
+complemented (``not``, an ``if``, a ``oneOf``'s other branches): the complement of a subset
+would let through strings that have the format. Formats missing here have no such language
+yet (``idn-hostname``, ``iri``, ``iri-reference``, ``uri-template``, ``regex``)."""
 
 _SUPERSET_CACHE: dict[str, Expr] = {}
 

@@ -27,7 +27,7 @@ from fractions import Fraction
 from typing import TYPE_CHECKING, Any
 
 from .errors import RegexSyntaxError, ResourceLimitError, UnsupportedRegexError
-from .grammar import ANY_CHAR, NOTHING, Expr, alt, intersect, repeat
+from .grammar import ANY_CHAR, NOTHING, Expr, alt, complement, intersect, repeat
 from .json_nodes import Node
 from .json_numbers import NotExpressible, integer_expr, number_expr, unexact_spellings
 from .regex import parse_regex
@@ -114,8 +114,9 @@ class Scalars:
                 e = self.pattern(n.get("pattern"), f"{n.pointer}/pattern", negative)
                 if e is not None:
                     decoded.append(e)
+        for n in flat:  # after the patterns, which may already confine a format's strings
             if n.has("format"):
-                e = self.format(n.get("format"), f"{n.pointer}/format", negative)
+                e = self.format(n.get("format"), f"{n.pointer}/format", negative, decoded)
                 if e is not None:
                     decoded.append(e)
         if not decoded:
@@ -147,7 +148,8 @@ class Scalars:
         self._patterns[key] = expr
         return expr
 
-    def format(self, name: str, pointer: str, negative: bool) -> Expr | None:
+    def format(self, name: str, pointer: str, negative: bool,
+               beside: list[Expr] = []) -> Expr | None:  # noqa: B006 - never mutated
         """The decoded language of format ``name`` (``None``: any string).
 
         :mod:`constrain.json_formats` gives, for most formats, a realistic *subset* of what
@@ -156,7 +158,9 @@ class Scalars:
         that have the format, so a language holding all of the checker's is used
         (:func:`~constrain.json_formats.checker_superset`: exact for some formats, a
         superset close to it for others); a format without one is refused (under
-        ``lenient``, the subset is complemented: an over-approximation, with a warning).
+        ``lenient``, the subset is complemented: an over-approximation, with a warning),
+        unless the languages ``beside`` it (the same value's patterns and lengths) hold
+        only strings of that subset: the format then adds nothing, exactly.
         """
         from .json_schema import UnknownFormatWarning
 
@@ -176,6 +180,8 @@ class Scalars:
             superset = checker_superset(name)
             if superset is not None:
                 return superset
+            if beside and self.c.combinators.is_empty(intersect(*beside, complement(expr))):
+                return None
             # Not negative=True: dropping the format there would silently take every
             # string out of the complement (an `if` on a format rejected them all).
             self.c.refuse("format", pointer, f"format {name!r} is built as a subset of what "

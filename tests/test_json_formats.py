@@ -252,6 +252,7 @@ def test_checker_supersets_hold_every_string_the_checker_accepts(
     ("uuid", "{12345678-1234-1234-1234-123456789012}"[1:-1]),
     ("uuid", "12345678-1234-1234-1234-1234567890_1"),
     ("duration", "-P1.5D"), ("duration", "P1,5DT1e1S"),
+    ("color", "#fff\n"), ("color", "AliceBlue"), ("color", "dar\u212akhaki"),
 ])
 def test_checker_supersets_take_the_checkers_quirks(name: str, text: str) -> None:
     assert conforms(text, name), "bad test case: the checker refuses it"

@@ -908,6 +908,23 @@ def test_formats_with_no_complementable_language_are_refused_there() -> None:
     assert accepts({"format": "regex"}, '"^a$"')  # kept: the subset, as before
 
 
+def test_a_format_its_patterns_already_confine_is_complemented_exactly() -> None:
+    """Complemented, ``regex`` has no superset; but where the value's pattern admits only
+    strings of its subset (digits and colons here, as in MaskBench's timeout patterns),
+    the format adds nothing and the complement is exact. A pattern that admits other
+    strings ("(" is not a regex) leaves it refused."""
+    confined = {"type": "string", "format": "regex", "pattern": "^[0-9]+(:[0-9]+)?$"}
+    schema = {"oneOf": [confined, {"type": "string", "pattern": "^1"}]}
+    for text, valid in (('"23"', True), ('"1:2"', False), ('"1x"', True), ('"x"', False),
+                        ('"2:30"', True), ('"12"', False)):
+        assert verdict(schema, json.loads(text)) == valid, text
+        assert accepts(schema, text) == valid, text
+    loose = {"oneOf": [{**confined, "pattern": "^[0-9(]+$"}, {"type": "string"}]}
+    with pytest.raises(UnsupportedSchemaError) as raised:
+        schema_to_grammar(loose)
+    assert raised.value.pointer == "#/oneOf/0/format"
+
+
 def test_unsupported_under_not_is_refused_unless_lenient() -> None:
     # Ignoring a keyword inside "not" makes the removed language larger, so the result
     # loses valid values (["a", "a"] here): refused; lenient drops it with a warning.
