@@ -451,7 +451,7 @@ mistyrose moccasin navajowhite navy oldlace olive olivedrab orange orangered orc
 palegoldenrod palegreen paleturquoise palevioletred papayawhip peachpuff peru pink plum
 powderblue purple red rosybrown royalblue saddlebrown salmon sandybrown seagreen seashell
 sienna silver skyblue slateblue slategray slategrey snow springgreen steelblue tan teal
-thistle tomato turquoise violet wheat white whitesmoke yellow yellowgreen""".split()
+thistle tomato turquoise violet wheat white whitesmoke yellow yellowgreen""".split()  # noqa: SIM905
 
 
 def _checker_color() -> Expr:

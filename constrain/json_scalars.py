@@ -136,10 +136,7 @@ class Scalars:
         if key in self._patterns:
             return self._patterns[key]
         try:
-            # "$" inside a repeat only where the language is kept: complemented, the
-            # final-newline widening below would no longer contain Python's language.
             expr = parse_regex(pattern, search=True, unicode=negative,
-                               end_in_repeats=not negative,
                                ecma="around" if negative else "within")
         except (UnsupportedRegexError, RegexSyntaxError, ResourceLimitError) as e:
             self.c.refuse("pattern", pointer, str(e), negative)

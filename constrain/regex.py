@@ -9,13 +9,11 @@ what users write) and returns an :data:`~constrain.grammar.Expr` for the strings
   ``$``/``\\Z`` only where nothing can follow them; there they are removed. ``$`` is the end
   of the string (ECMA), never "before a final newline" as in ``re`` (except where the
   language must contain Python's, see ``ecma``). A ``^`` may also sit in a repeat whose
-  first iteration nothing precedes (``((^|-)\\w)*``, ``(?:^[*]|\\w)+``); with
-  ``end_in_repeats=True`` a ``$`` may too (``^(\\w+($|/))*$``, ``^([^,]+(,|$)){3,}$``);
-  for counts above one, only where no iteration can match the empty string. Anchors
-  elsewhere, or under ``(?m)`` in search mode raise UnsupportedRegexError. With ``$``
-  inside a repeat, ``re``'s language is no longer
-  ours plus a final newline (a later iteration may consume that newline), so callers that
-  need a superset of ``re``'s language (a complemented pattern) leave it off.
+  first iteration nothing precedes (``((^|-)\\w)*``, ``(?:^[*]|\\w)+``). A ``$`` inside a
+  repeat (``^(\\w+($|/))*$``, ``^([^,]*(,|$)){3,}$``) ends the last iteration where no
+  iteration may be empty, and is otherwise the lookahead ``(?=$)`` (so also where it is
+  Python's, which a later iteration may follow past a final newline). Anchors elsewhere,
+  or under ``(?m)`` in search mode raise UnsupportedRegexError.
 - **Search mode** (``search=True``, JSON Schema ``pattern``): strings *containing* a match.
   Each unanchored side gets ``ANY_CHAR*``, which includes newline (``.`` in the pattern
   still excludes it unless ``(?s)``): ``^a|b`` gives ``a.*|.*b.*``.
@@ -122,6 +120,7 @@ _SIMPLE_ESCAPES = {"a": 7, "f": 12, "n": 10, "r": 13, "t": 9, "v": 11, "\\": 92}
 _DOT = chars([(10, 10)], negate=True)
 _ECMA_DOT = chars(ECMA_LINE_TERMINATORS, negate=True)  # within both dialects' "."
 _ANY_STAR = star(ANY_CHAR)
+_ANY_PLUS = seq(ANY_CHAR, _ANY_STAR)
 _EVERYTHING: Ranges = ANY_CHAR.ranges
 _B_MATCHES_EMPTY = sys.version_info >= (3, 14)  # re's \B in an empty string, from 3.14
 _NEWLINE = Chars(((10, 10),))
@@ -207,14 +206,12 @@ raise ResourceLimitError."""
 
 
 def parse_regex(pattern: str, *, search: bool = False, unicode: bool = False,
-                end_in_repeats: bool = False,
                 ecma: Literal["within", "around"] | None = None) -> Expr:
     """Parse ``pattern`` (Python ``re`` syntax) into a grammar-IR expression.
 
     The language is the strings ``pattern`` fully matches, or with ``search=True`` the
     strings containing a match. ``unicode`` gives ``\\d \\w \\s`` Python's Unicode meaning
-    instead of ASCII. ``end_in_repeats`` also takes ``$``/``\\Z`` inside a ``*``/``+``
-    repeat (``^(a($|/))*$``). ``ecma`` reads classes and ``.`` within, or around, both
+    instead of ASCII. ``ecma`` reads classes and ``.`` within, or around, both
     ECMA-262's and Python's meanings; see the module docstring for it, anchors, flags and
     errors.
 
@@ -231,7 +228,7 @@ def parse_regex(pattern: str, *, search: bool = False, unicode: bool = False,
     ...
     constrain.errors.RegexSyntaxError: invalid group reference 1 at position 2 in regex 'a\\\\1'
     """
-    return _Parser(pattern, search, unicode, end_in_repeats, ecma).run()
+    return _Parser(pattern, search, unicode, ecma).run()
 
 
 @dataclass
@@ -347,6 +344,27 @@ def _single_character(body: list[_Element]) -> int | None:
     return at[0] if len(at) == 1 and isinstance(body[at[0]], Chars) else None
 
 
+def _empty_only(body: list[_Element]) -> list[_Element] | None:
+    """``body`` matching the empty string, as its zero-width elements (``None``: it
+    cannot). A repeat may match it by not repeating, which asks nothing; one that must
+    repeat asks what one of its iterations asks (the same position, again and again)."""
+    out: list[_Element] = []
+    for e in body:
+        if isinstance(e, (_Look, _Behind)):
+            out.append(e)
+        elif isinstance(e, (_Choice, _Looped)):
+            if isinstance(e, _Looped) and e.lo == 0:
+                continue
+            ways = [w for w in map(_empty_only, e.bodies) if w is not None]
+            if not ways:
+                return None
+            if all(ways):  # an alternative that asks nothing makes the choice ask nothing
+                out.append(_Choice(ways))
+        elif not _nullable(e):
+            return None
+    return out
+
+
 def _alternatives(bodies: list[list[_Element]]) -> list[list[_Element]]:
     """``bodies`` with each body that is one choice replaced by its alternatives."""
     out: list[list[_Element]] = []
@@ -360,13 +378,11 @@ def _alternatives(bodies: list[list[_Element]]) -> list[list[_Element]]:
 
 class _Parser:
     def __init__(self, pattern: str, search: bool, unicode: bool,
-                 end_in_repeats: bool = False,
                  ecma: Literal["within", "around"] | None = None) -> None:
         self.p = pattern
         self.ecma = ecma
         self.n = len(pattern)
         self.search = search
-        self.end_in_repeats = end_in_repeats
         self.default_unicode = unicode
         self.flags = 0
         self.groups = 0
@@ -626,9 +642,12 @@ class _Parser:
         itself: ``T = follow | (an iteration, then T)``, where each iteration's lookaheads
         see ``T`` as the rest; a :class:`~constrain.grammar.Lazy` node, built when
         matching reaches it (the loop's ``lo`` first iterations are written out)."""
+        # Only iterations that consume a character: an empty one leaves the rest to T
+        # again (adding nothing to the language), and T's derivative would be its own.
+        bodies = [c for b in loop.bodies for c in self.consuming(b, loop.pos)]
         # The iterations with ``follow`` for ``T``: the same structure, so whatever is
         # refused is found now, not while matching; and what the node is made of.
-        trial = [self.flow(b, {None: follow}) for b in loop.bodies]
+        trial = [self.flow(b, {None: follow}) for b in bodies]
         if any(before is not None for ends in trial for before in ends):
             self.unsupported_at("lookbehind inside an unbounded repeat", loop.pos)
             return NOTHING
@@ -637,7 +656,7 @@ class _Parser:
         def build() -> Expr:
             counted, parser.unrolled = parser.unrolled, -(1 << 62)  # checked by the trial
             try:
-                iterations = [parser.flow(b, {None: rest}) for b in loop.bodies]
+                iterations = [parser.flow(b, {None: rest}) for b in bodies]
                 return alt(follow, *(ends[None] for ends in iterations if None in ends))
             finally:
                 parser.unrolled = counted
@@ -650,6 +669,36 @@ class _Parser:
         for _ in range(loop.lo):
             after = _joined(x for b in loop.bodies for x in self.flow(b, after).items())
         return after.get(None, NOTHING)
+
+    def consuming(self, body: list[_Element], pos: int) -> list[list[_Element]]:
+        """``body``'s matches of at least one character, as bodies: the first element to
+        consume one, with each element before it matching the empty string (``pos``: the
+        repeat's position, for a refusal)."""
+        out: list[list[_Element]] = []
+        for i, e in enumerate(body):
+            before = _empty_only(body[:i])
+            if before is None:
+                break
+            if isinstance(e, (_Look, _Behind)):
+                continue
+            if isinstance(e, _Choice):
+                inner = [c for b in e.bodies for c in self.consuming(b, pos)]
+                if inner:
+                    out.append([*before, _Choice(inner), *body[i + 1:]])
+            elif isinstance(e, _Looped):
+                if e.lo and all(_empty_only(b) is None for b in e.bodies):
+                    out.append([*before, *body[i:]])  # every iteration consumes
+                elif e.lo or e.hi is not None:
+                    self.unsupported_at("a counted repeat holding lookaheads that may match "
+                                        "the empty string, inside an unbounded one", pos)
+                    return []
+                else:
+                    inner = [c for b in e.bodies for c in self.consuming(b, pos)]
+                    if inner:
+                        out.append([*before, _Choice(inner), e, *body[i + 1:]])
+            else:
+                out.append([*before, intersect(e, _ANY_PLUS), *body[i + 1:]])
+        return out
 
     def looped(self, loop: _Looped, ends: _Ends) -> _Ends:
         """``loop``'s repeats followed by ``ends``: written out iteration by iteration
@@ -751,6 +800,17 @@ class _Parser:
         return "group", parts
 
     def repeat(self, parts: list[_Part], lo: int, hi: int | None, pos: int) -> list[_Part]:
+        counted = lo <= 1 or not any(_nullable(seq(*v.body)) for v in parts  # type: ignore[arg-type]
+                                     if not v.lazy)
+        if (any(v.end for v in parts) and not any(v.start for v in parts) and hi != 1
+                and not (counted and not any(v.lazy or v.newline for v in parts))):
+            # "$" inside a repeat that the anchored form below cannot take (Python's "$",
+            # which a later iteration may follow past a final newline; iterations that
+            # may be empty; lookaheads): the lookahead "(?=$)", which is what it means,
+            # resolved against the rest of the string.
+            parts = [_Part(False, False, v.empty, [*v.body, _Look([_Part(
+                False, True, True, [], -1, v.epos, v.newline)], False, v.epos)],
+                lazy=True) if v.end else v for v in parts]
         lazy = any(v.lazy for v in parts)
         if not any(v.start or v.end for v in parts):
             if all(v.empty for v in parts):
@@ -767,8 +827,7 @@ class _Parser:
         if lazy:
             self.unsupported_at("lookahead inside a repeat with an anchor", pos)
             return _plain(EMPTY)
-        counted = lo <= 1 or not any(_nullable(seq(*v.body)) for v in parts)  # type: ignore[arg-type]
-        if self.end_in_repeats and not any(v.start for v in parts) and counted:
+        if not any(v.start for v in parts) and counted:
             return self.repeat_anchored(parts, lo, hi, at_end=True)
         if not any(v.end for v in parts) and counted:
             return self.repeat_anchored(parts, lo, hi, at_end=False)
