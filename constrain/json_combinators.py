@@ -211,10 +211,10 @@ class Combinators:
         merged = self._product(flat) <= self.c.options.max_branch_product
         base = None if merged else self.c.value(rest, negative)
 
-        def branch(i: int, polarity: bool) -> Typed:
+        def branch(i: int, polarity: bool, *extra: Node) -> Typed:
             if merged:
-                return self.c.value(rest + [branches[i]], polarity)
-            return self.c.value([branches[i]], polarity)
+                return self.c.value(rest + [branches[i], *extra], polarity)
+            return self.c.value([branches[i], *extra], polarity)
 
         langs = [branch(i, negative) for i in range(len(branches))]
         cuts: dict[int, Typed] = {}
@@ -223,6 +223,33 @@ class Combinators:
             if j not in cuts:
                 cuts[j] = branch(j, not negative)
             return cuts[j]
+        wholes: dict[tuple[int, str], Typed | None] = {}
+
+        def whole(j: int, t: str) -> Typed | None:
+            # Branch j's t values read to hold all it accepts (None: refused there).
+            if (j, t) not in wholes:
+                only = self.c.synthetic(node, ("type", t), lambda: {"type": t}, "oneOf")
+                try:
+                    wholes[j, t] = branch(j, True, only)
+                except UnsupportedSchemaError:
+                    wholes[j, t] = None
+            return wholes[j, t]
+
+        def apart(i: int, j: int, t: str) -> bool:
+            """Whether no t value is in both branches. Where the language is kept, a
+            string or number part may be smaller than what its branch accepts (a pattern
+            read within two regex dialects, a format's realistic subset, a number's
+            policy spellings): each kept part must miss all the other accepts."""
+            if not self.disjoint(langs[i], langs[j], t):
+                return False
+            if negative or t not in ("string", "number"):
+                return True
+            for mine, other in ((i, j), (j, i)):
+                if langs[other].values is None:  # listed values are all it accepts
+                    held = whole(other, t)
+                    if held is None or not self.disjoint(langs[mine], held, t):
+                        return False
+            return True
         parts: dict[str, Expr] = {}
         full: set[str] = set()
         for t in JSON_TYPES:
@@ -243,7 +270,7 @@ class Combinators:
                 continue
             own = neutral or idx
             overlaps = {(i, j) for i, j in itertools.combinations(idx, 2)
-                        if (i in own or j in own) and not self.disjoint(langs[i], langs[j], t)}
+                        if (i in own or j in own) and not apart(i, j, t)}
             if not overlaps:
                 parts[t] = alt(*(langs[i].parts[t] for i in own))
                 continue
@@ -319,13 +346,15 @@ class Combinators:
         if t == "object" and a.keys is not None and b.keys is not None:
             for x, y in ((a, b), (b, a)):
                 assert x.keys is not None and y.keys is not None
-                for key, value in x.keys.required.items():
+                for key in x.keys.required:
                     if y.keys.forbids(key):
                         return True
                     # A value both may hold where the key is present: x always has it.
-                    other = y.keys.present_values(key)
-                    if other is not None and all(self.disjoint(value, other, u)
-                                                 for u in JSON_TYPES):
+                    # Both sides hold all the key may truly hold (a kept value may hold
+                    # less: a pattern read within two regex dialects, say).
+                    mine, other = x.keys.present_values(key), y.keys.present_values(key)
+                    if (mine is not None and other is not None
+                            and all(self.disjoint(mine, other, u) for u in JSON_TYPES)):
                         return True
         if t in a.opaque or t in b.opaque:
             return False

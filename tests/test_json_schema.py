@@ -139,6 +139,20 @@ CASES: list[tuple[str, Any, list[Any]]] = [
      ["example.com", "-bad.com", "a..b", "٣.example", "example.com\n", "a b"]),
     ("oneOf-formats", {"oneOf": [{"format": "ipv4"}, {"format": "hostname"}]},
      ["1.2.3.4", "example.com", "1.2.3", "-x", 5]),
+    # Branches are apart only if each kept part misses all the other accepts: a kept
+    # pattern or format may be smaller than its branch ("٣" is a \d to Python's re).
+    ("oneOf-kept-pattern-vs-const", {"oneOf": [{"type": "string", "pattern": "^\\d$"},
+                                               {"const": "٣"}]}, ["٣", "3", "x"]),
+    ("oneOf-unicode-word", {"oneOf": [{"type": "string", "pattern": "^\\w+$"},
+                                      {"type": "string", "pattern": "é"}]},
+     ["é", "a", "éa", "x é"]),
+    ("oneOf-format-vs-enum", {"oneOf": [{"format": "date-time"},
+                                        {"enum": ["2020-01-01T00:00:00Z\n", "now"]}]},
+     ["2020-01-01T00:00:00Z\n", "2020-01-01T00:00:00Z", "now", "x"]),
+    ("oneOf-objects-kept-value", {"oneOf": [
+        {"type": "object", "required": ["k"], "properties": {"k": {"pattern": "^\\d$"}}},
+        {"type": "object", "required": ["k"], "properties": {"k": {"const": "٣"}}}]},
+     [{"k": "٣"}, {"k": "3"}, {"k": "x"}, {}]),
     ("string-escapes", {"enum": ["a\"b", "tab\there", "é/\\", "line\nbreak", "\u0000"]},
      ["a\"b", "tab\there", "é/\\", "line\nbreak", "\u0000", "ab"]),
     # numbers
