@@ -42,7 +42,7 @@ from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any
 
 from .automaton import Automaton, AutomatonOptions
-from .errors import ResourceLimitError
+from .errors import ResourceLimitError, UnsupportedSchemaError
 from .grammar import NOTHING, Expr, Grammar, alt, intersect
 from .json_arrays import counted_array
 from .json_literals import canonical, json_type

@@ -49,7 +49,8 @@ libraries installed (``rfc3339-validator``, ``rfc3986-validator``, ``fqdn``, ``i
   ``webcolors``, takes CSS 3's 147 in any case).
 
 Where a format is complemented, :func:`checker_superset` gives a language holding all
-that the checker accepts, quirks included (see :data:`CHECKER_SUPERSETS`).
+that the checker accepts, quirks included (see :data:`CHECKER_SUPERSETS`): every string
+where the checker is not installed (``iri`` and ``iri-reference`` without ``rfc3987``).
 
 >>> from constrain.automaton import Automaton
 >>> from constrain.grammar import Grammar
@@ -569,9 +570,20 @@ yet (``idn-hostname``, ``iri``, ``iri-reference``, ``uri-template``, ``regex``).
 _SUPERSET_CACHE: dict[str, Expr] = {}
 
 
+def _checked(name: str) -> bool:
+    """Whether the reference checker checks ``name`` here: draft 3's for ``color``,
+    2020-12's for the others, as installed (``iri`` needs ``rfc3987``, say)."""
+    from jsonschema import Draft3Validator, Draft202012Validator
+
+    reference = Draft3Validator if name == "color" else Draft202012Validator
+    return name in reference.FORMAT_CHECKER.checkers
+
+
 def checker_superset(name: str) -> Expr | None:
     """A language containing every string that passes the checker of known format
-    ``name`` (see :data:`CHECKER_SUPERSETS`), or ``None`` where none is built.
+    ``name`` (see :data:`CHECKER_SUPERSETS`), or ``None`` where none is built. Every
+    string where the checker is not installed (``iri`` without ``rfc3987``): it passes
+    them all.
 
     >>> from constrain.automaton import Automaton
     >>> from constrain.grammar import Grammar
@@ -583,7 +595,12 @@ def checker_superset(name: str) -> Expr | None:
     """
     if name in _EXACT:
         return format_expr(name)  # the same language, built once
+    if name in FORMATS and not _checked(name):
+        return _EVERY_STRING
     return _built(name, CHECKER_SUPERSETS, _SUPERSET_CACHE)
+
+
+_EVERY_STRING = star(ANY_CHAR)
 
 
 def format_expr(name: str) -> Expr | None:

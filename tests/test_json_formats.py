@@ -271,5 +271,17 @@ def test_checker_supersets_still_refuse_what_is_far_from_the_format(name: str, t
 
 
 def test_formats_without_a_superset_are_none() -> None:
-    assert checker_superset("iri") is None and checker_superset("regex") is None
+    assert checker_superset("regex") is None and checker_superset("uri-template") is None
     assert checker_superset("date") is format_expr("date")  # exact: the same language
+
+
+def test_a_format_whose_checker_is_not_installed_has_every_string_for_superset() -> None:
+    """Without ``rfc3987`` the checker passes every string as an IRI, so that is the
+    language to complement; with it, no superset is built yet."""
+    superset = checker_superset("iri")
+    if "iri" in CHECKER.checkers:
+        assert superset is None
+    else:
+        assert superset is not None
+        a = Automaton(Grammar.single(superset))
+        assert all(a.matches(t.encode()) for t in ("", "not an iri", "http://é.example/"))

@@ -938,6 +938,15 @@ def test_a_format_its_patterns_already_confine_is_complemented_exactly() -> None
     assert raised.value.pointer == "#/oneOf/0/format"
 
 
+def test_branches_not_shown_apart_for_want_of_a_superset_are_refused() -> None:
+    """The kept ``regex`` subset misses "(", but with no language holding all the checker
+    passes, "(" cannot be shown outside the first branch: refused, not a union."""
+    schema = {"oneOf": [{"type": "string", "format": "regex"}, {"const": "("}]}
+    with pytest.raises(UnsupportedSchemaError) as raised:
+        schema_to_grammar(schema)
+    assert raised.value.keyword == "format"
+
+
 def test_unsupported_under_not_is_refused_unless_lenient() -> None:
     # Ignoring a keyword inside "not" makes the removed language larger, so the result
     # loses valid values (["a", "a"] here): refused; lenient drops it with a warning.
