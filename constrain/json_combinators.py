@@ -352,9 +352,9 @@ class Combinators:
                     # A value both may hold where the key is present: x always has it.
                     # Both sides hold all the key may truly hold (a kept value may hold
                     # less: a pattern read within two regex dialects, say).
-                    mine, other = x.keys.present_values(key), y.keys.present_values(key)
-                    if (mine is not None and other is not None
-                            and all(self.disjoint(mine, other, u) for u in JSON_TYPES)):
+                    held, other = x.keys.present_values(key), y.keys.present_values(key)
+                    if (held is not None and other is not None
+                            and all(self.disjoint(held, other, u) for u in JSON_TYPES)):
                         return True
         if t in a.opaque or t in b.opaque:
             return False
