@@ -40,7 +40,9 @@ what users write) and returns an :data:`~constrain.grammar.Expr` for the strings
   ``T = rest | an iteration then T`` (a :class:`~constrain.grammar.Lazy` node). A
   negative lookahead reads its classes on the
   other side of the dialects (``ecma=``), and under ``"around"`` a ``$`` is also Python's
-  "before a final newline", so lookaheads see that newline too.
+  "before a final newline", so lookaheads see that newline too. A lookahead's
+  alternative starting with ``^`` holds only where no character precedes (``(?!^)a``,
+  searching: an ``a`` anywhere but at the start).
 - **Lookbehinds of one character** (``(?<=[a-z])``, ``(?<!-)``) and **word boundaries**
   (``\\b``, ``\\B``, with the ``\\w`` of the flags in force; ``\\B`` never matches in an
   empty string before Python 3.14, as in ``re``) are exact too: each is a requirement on
@@ -63,7 +65,7 @@ from __future__ import annotations
 import re
 import sys
 from collections.abc import Iterable, Sequence
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from typing import Literal, TypeAlias
 
 from .charsets import (
@@ -785,10 +787,27 @@ class _Parser:
         parts = _merge(v for b in [*f.branches, last] for v in b) if f.branches else last
         if f.kind == "lookahead":
             # Zero-width: it consumes nothing and constrains what follows it, so it is
-            # resolved once the pattern after it is known. A "^" inside pins it to the start.
-            starts = [v.spos for v in parts if v.start]
-            return "look", [_Part(bool(starts), False, True, [_Look(parts, f.negative, f.start)],
-                                  min(starts, default=-1), lazy=True)]
+            # resolved once the pattern after it is known. Its alternatives that start with
+            # "^" hold only at the start of the string: no character before (a negative
+            # one holds anywhere else, which pinning the whole pattern to the start lost).
+            anchored = [replace(v, start=False) for v in parts if v.start]
+            if not anchored:
+                return "look", [_Part(False, False, True, [_Look(parts, f.negative, f.start)],
+                                      lazy=True)]
+            free = [v for v in parts if not v.start]
+            at_start = _Behind((), True)
+            body: list[_Element]
+            if f.negative:  # not (at the start and X), and not Y
+                body = [_Choice([[_Behind(_EVERYTHING, False)],
+                                 [at_start, _Look(anchored, True, f.start)]])]
+                if free:
+                    body.append(_Look(free, True, f.start))
+            else:  # at the start and X, or Y
+                options: list[list[_Element]] = [[at_start, _Look(anchored, False, f.start)]]
+                if free:
+                    options.append([_Look(free, False, f.start)])
+                body = [_Choice(options)] if free else options[0]
+            return "look", [_Part(False, False, True, body, lazy=True)]
         if f.kind == "lookbehind":
             ranges = _one_character(parts)
             if ranges is None:

@@ -614,6 +614,9 @@ LOOKAHEAD_PATTERNS = [
     # iterations that may be empty (their derivative was their own: RecursionError)
     "(?:a*(?=b)|x)*", "(?:(?=a)a*)*", "(?:a*(?!a))*", "(?:(?:(?=a)a*)*b)*",
     "(?:a*(?=b)|b*(?=a))*[ab]?", "(?:(?=a)|b)*a",
+    # "^" inside: that alternative holds only at the start (searching, "(?!^)a" is an
+    # "a" anywhere else; it pinned the whole pattern to the start)
+    "(?!^)a", r"(?!\A)a", "(?=^a|b).", "b(?!^)a", "(?!^b|a).", "(?:x|(?!^)).", "a(?=^)",
 ]
 
 
