@@ -639,11 +639,12 @@ class _Parser:
         rest = self.look_language(look)
         return complement(rest) if look.negative else rest
 
-    def recursive_loop(self, loop: _Looped, follow: Expr) -> Expr:
+    def recursive_loop(self, loop: _Looped, follow: Expr) -> _Ends:
         """``loop``'s repeats then ``follow``, unbounded, as the language that refers to
         itself: ``T = follow | (an iteration, then T)``, where each iteration's lookaheads
         see ``T`` as the rest; a :class:`~constrain.grammar.Lazy` node, built when
-        matching reaches it (the loop's ``lo`` first iterations are written out)."""
+        matching reaches it (the loop's ``lo`` first iterations are written out, and what
+        the first asks of the character before it is kept, as :meth:`flow` keeps it)."""
         # Only iterations that consume a character: an empty one leaves the rest to T
         # again (adding nothing to the language), and T's derivative would be its own.
         bodies = [c for b in loop.bodies for c in self.consuming(b, loop.pos)]
@@ -652,7 +653,7 @@ class _Parser:
         trial = [self.flow(b, {None: follow}) for b in bodies]
         if any(before is not None for ends in trial for before in ends):
             self.unsupported_at("lookbehind inside an unbounded repeat", loop.pos)
-            return NOTHING
+            return {None: NOTHING}
         parser = self
 
         def build() -> Expr:
@@ -670,7 +671,7 @@ class _Parser:
         self.unrolled += loop.lo
         for _ in range(loop.lo):
             after = _joined(x for b in loop.bodies for x in self.flow(b, after).items())
-        return after.get(None, NOTHING)
+        return after  # with what the first iteration asks of the character before it
 
     def consuming(self, body: list[_Element], pos: int) -> list[list[_Element]]:
         """``body``'s matches of at least one character, as bodies: the first element to
@@ -733,7 +734,7 @@ class _Parser:
         endings = _ENDINGS.get(id(follow))
         single = [_single_character(b) for b in _alternatives(loop.bodies)]
         if endings is None or None in single:
-            return {None: self.recursive_loop(loop, follow)}
+            return self.recursive_loop(loop, follow)
         starts: list[Expr] = []
         for b, at in zip(_alternatives(loop.bodies), single):
             assert at is not None

@@ -589,6 +589,8 @@ LOOKBEHIND_PATTERNS = [
     "a(?<=a)b", "(?<!a)b", ".(?<=[ab])c", r"\bab\b", r"a\b.", r"\w+\b.*", r"x\B.",
     "(?<=a|b)c", ".*(?<!a)", "(?<!x)(?=a)..", r"\b", r"a?\b", "(?:(?<!a).){1,3}",
     r"(?:\b.){0,4}", "(?<=a)(?<!b).", r"(?:a|\b)b", r"\B", r"a?\B", r"\B.?",
+    # in an unbounded repeat's first iteration (its requirement was dropped)
+    "(?:(?<!a)|b)+", "x(?:(?<=x)|a)+", r"(?:\b|a)+b",
 ]
 
 
