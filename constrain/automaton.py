@@ -210,15 +210,18 @@ class Automaton:
         if start is not None and library is not None:
             settled_nullable = {n: start._rule_nullable[n] for n in library.rules}
             settled_productive = {n: start._rule_productive[n] for n in library.rules}
+        # An unreferenced start rule's values are never asked for, and walking it is
+        # walking the whole document of a JSON Schema's grammar (twice).
+        skipped = () if grammar.start_referenced else (grammar.start,)
         self._rule_nullable: dict[str, bool] = _rule_fixpoint(
-            grammar, _expr_nullable, settled_nullable)
+            grammar, _expr_nullable, settled_nullable, skipped)
         # A rule that can never finish (recursion without a base case) has an empty
         # language; its references become the empty set so no path leads into it.
         self._productive_memo: dict[int, tuple[ir.Expr, bool]] = {}
         known = self._productive_memo
         self._rule_productive: dict[str, bool] = _rule_fixpoint(
             grammar, lambda expr, rules: _expr_productive(expr, rules, known),
-            settled_productive)
+            settled_productive, skipped)
         nullable_by_index = [self._rule_nullable[n] for n in names]
         self._parts_memo: dict[int, tuple[tuple[ir.Expr, ...], bool]] = {}
         self._live_memo: dict[int, tuple[ir.Expr, bool]] = {}
@@ -1529,16 +1532,17 @@ def _library_start(library: ir.RuleLibrary, options: AutomatonOptions) -> Automa
 
 def _rule_fixpoint(
     grammar: ir.Grammar, holds: Callable[[ir.Expr, dict[str, bool]], bool],
-    settled: dict[str, bool],
+    settled: dict[str, bool], skipped: tuple[str, ...] = (),
 ) -> dict[str, bool]:
     """The least fixpoint of a rule property (nullable, productive) over references,
-    given its values on the ``settled`` rules (a library's: see :func:`_library_start`)."""
+    given its values on the ``settled`` rules (a library's: see :func:`_library_start`);
+    ``skipped`` rules, which nothing references, are left ``False``."""
     result = dict.fromkeys(grammar.rules, False)
     open_rules: dict[str, ir.Expr] = {}
     for name, expr in grammar.rules.items():
         if name in settled:
             result[name] = settled[name]
-        else:
+        elif name not in skipped:
             open_rules[name] = expr
     changed = True
     while changed:

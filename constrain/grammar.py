@@ -320,6 +320,9 @@ class Grammar:
     start: str = "start"
     metadata: Mapping[str, object] = field(default_factory=dict, compare=False)
     library: RuleLibrary | None = field(default=None, compare=False)
+    start_referenced: bool = field(default=False, init=False, compare=False, repr=False)
+    """Whether a rule references the start rule (the automaton then needs the start's own
+    nullability and productivity; otherwise nothing asks for them)."""
 
     def __post_init__(self) -> None:
         if self.start not in self.rules:
@@ -331,6 +334,7 @@ class Grammar:
                 if self.rules.get(name) is not expr:
                     raise GrammarError("the grammar's rule is not the library's", name)
         seen: set[int] = set()  # shared: a sub-expression in several rules is checked once
+        names: set[str] = set()
         for name, expr in self.rules.items():
             # contents() is memoized on the nodes and the automaton asks for it anyway;
             # with it known, the walk below enters only the parts that hold references.
@@ -339,6 +343,8 @@ class Grammar:
             for referenced in _refs(expr, seen):
                 if referenced not in self.rules:
                     raise GrammarError(f"references undefined rule {referenced!r}", name)
+                names.add(referenced)
+        object.__setattr__(self, "start_referenced", self.start in names)
 
     @classmethod
     def single(cls, expr: Expr) -> Grammar:
