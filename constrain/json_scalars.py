@@ -22,6 +22,7 @@ checker accept, so complements stay sound (see :meth:`Scalars.pattern`).
 
 from __future__ import annotations
 
+from collections.abc import Sequence
 from decimal import Decimal
 from fractions import Fraction
 from typing import TYPE_CHECKING, Any
@@ -146,7 +147,7 @@ class Scalars:
         return expr
 
     def format(self, name: str, pointer: str, negative: bool,
-               beside: list[Expr] = []) -> Expr | None:  # noqa: B006 - never mutated
+               beside: Sequence[Expr] = ()) -> Expr | None:
         """The decoded language of format ``name`` (``None``: any string).
 
         :mod:`constrain.json_formats` gives, for most formats, a realistic *subset* of what
