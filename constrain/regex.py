@@ -48,8 +48,11 @@ what users write) and returns an :data:`~constrain.grammar.Expr` for the strings
   empty string before Python 3.14, as in ``re``) are exact too: each is a requirement on
   the character before its position, met by the element to its left (or by the start of
   the string). Under ``ecma=`` a word boundary holds in both dialects (``"within"``) or
-  in either (``"around"``): ECMA's ``\\w`` is ASCII. Longer lookbehinds and lookbehinds
-  inside lookaheads raise UnsupportedRegexError.
+  in either (``"around"``): ECMA's ``\\w`` is ASCII. A lookbehind (or ``\\b``) at the
+  start of a lookahead's body asks the character before the lookahead (``(?!\\bx)``); a
+  negative lookahead is decided per class of that character. Longer lookbehinds, and
+  lookbehinds inside a lookahead in a repeat of single characters, raise
+  UnsupportedRegexError.
 - **Unsupported** (UnsupportedRegexError with the construct's 0-based position): the
   lookarounds above, backreferences, conditionals, atomic groups, possessive quantifiers
   (they change the language) and ``(?t)``.
@@ -301,6 +304,18 @@ def _joined(pairs: Iterable[tuple[_Before, Expr]]) -> _Ends:
     for before, expr in pairs:
         grouped.setdefault(before, []).append(expr)
     return {before: alt(*exprs) for before, exprs in grouped.items()}
+
+
+def _atoms(sets: list[Ranges]) -> list[Ranges]:
+    """The partition of all code points that ``sets`` induce: each part lies wholly
+    inside or outside each set."""
+    parts: list[Ranges] = [_EVERYTHING]
+    for ranges in sets:
+        split: list[Ranges] = []
+        for part in parts:
+            split.extend(p for p in (intersect_ranges(part, ranges), _minus(part, ranges)) if p)
+        parts = split
+    return parts
 
 
 def _both(before: _Before, behind: tuple[Ranges, bool]) -> _Before:
@@ -597,8 +612,12 @@ class _Parser:
                 ends = {None: seq(*reversed(plain), ends[None])}
                 plain = []
             if isinstance(e, _Look):
-                condition = self.look_condition(e)
-                ends = {before: intersect(condition, out) for before, out in ends.items()}
+                # Zero-width: what it asks of the character before is asked of the same
+                # character as what follows asks.
+                ends = _joined((before if asked is None else _both(before, asked),
+                                intersect(condition, out))
+                               for asked, condition in self.look_conditions(e).items()
+                               for before, out in ends.items())
             elif isinstance(e, _Behind):
                 ends = _joined((_both(before, (e.ranges, e.start)), out)
                                for before, out in ends.items())
@@ -633,6 +652,26 @@ class _Parser:
         """The rests of the string that start with a match of ``look``'s body."""
         return alt(*(self.resolve(v.body, self.end_of(v) if v.end else _ANY_STAR, look.pos)
                      for v in look.parts))
+
+    def look_conditions(self, look: _Look) -> _Ends:
+        """What ``look`` lets through, by what its body asks of the character before its
+        position (a lookbehind or ``\\b`` at the body's start): a positive one, its body's
+        rests per requirement; a negative one, per class of characters before (and the
+        start of the string), the rests none of the alternatives that apply there match."""
+        ends = _joined(x for v in look.parts for x in self.flow(
+            v.body, {None: self.end_of(v) if v.end else _ANY_STAR}).items())
+        if not look.negative:
+            return ends
+        free = [ends[None]] if None in ends else []
+        asks = [b for b in ends if b is not None]
+        if not asks:
+            return {None: complement(alt(*free))}
+        out: _Ends = {}
+        for atom in _atoms([b[0] for b in asks]):
+            matching = [ends[b] for b in asks if intersect_ranges(atom, b[0])]
+            out[(atom, False)] = complement(alt(*free, *matching))
+        out[((), True)] = complement(alt(*free, *(ends[b] for b in asks if b[1])))
+        return out
 
     def look_condition(self, look: _Look) -> Expr:
         """The rests of the string that ``look`` lets through."""

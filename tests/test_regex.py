@@ -104,7 +104,7 @@ UNSUPPORTED = [
     ("(?P<n>a)b(?P=n)", "backreference", 9),
     ("(?<=ab)c", "lookbehind of more than one character", 0),
     ("x(?<!bc)", "lookbehind of more than one character", 1),
-    ("(?=(?<=a)).", "lookbehind inside a lookahead", 0),
+    (r"(?:(?=\b).)*", "lookbehind inside a lookahead", 3),
     ("(?:(?<!a).)*", "lookbehind inside an unbounded repeat", 11),
     ("(?:(?!a).)*(?<=b)", "lookbehind after an unbounded repeat holding lookarounds", 10),
     ("(a)(?(1)b|c)", "conditional", 3),
@@ -591,6 +591,9 @@ LOOKBEHIND_PATTERNS = [
     r"(?:\b.){0,4}", "(?<=a)(?<!b).", r"(?:a|\b)b", r"\B", r"a?\B", r"\B.?",
     # in an unbounded repeat's first iteration (its requirement was dropped)
     "(?:(?<!a)|b)+", "x(?:(?<=x)|a)+", r"(?:\b|a)+b",
+    # at the start of a lookahead's body: asked of the character before the lookahead
+    "(?=(?<=a)).", r"(?=\bab)..", r"(?!\ba).", "x(?=(?<=x)a).", "(?!(?<=a))b",
+    r"a(?!\B).", r"(?=\w\b).+", ".(?!(?<!a)b).", r"(?:a|(?!\by)).",
 ]
 
 
