@@ -127,30 +127,32 @@ class CompiledConstraint:
         """The state after ``token``'s bytes (``Automaton.DEAD`` if not allowed); for EOS,
         :data:`~constrain.matcher.TERMINATED` where the constraint may end, else ``DEAD``.
         Memoized: the matcher reads the memo first, so a step seen before is one lookup."""
-        key = (state, token)
-        found = self._steps.get(key)
-        if found is None:
-            if state == TERMINATED:  # nothing follows EOS (and -1 would index the last row)
-                return Automaton.DEAD
-            if token in self._eos_token_ids:
-                found = self._steps[key] = (
-                    TERMINATED if self.automaton.is_accepting(state) else Automaton.DEAD)
-                return found
-            runs = self._masks.runs
-            # Inside a counted run, from a state without a row (one built ahead steps
-            # faster through the rows): the bytes of the token would build a row per count.
-            automaton = self.automaton
-            served = (runs.lookup(state) if state != Automaton.DEAD and not automaton.exponential
-                      and not automaton.has_row(state) else None)
-            if served is not None:
-                found = runs.step(state, served, token, self.token_step)
-            else:
-                table = self._token_bytes
-                data = table[token] if 0 <= token < len(table) else None
-                found = Automaton.DEAD if data is None else self.automaton.step_bytes(state, data)
-            if len(self._steps) >= self._max_steps:
-                self._steps.clear()
-            self._steps[key] = found
+        found = self._steps.get((state, token))
+        return self._new_step(state, token) if found is None else found
+
+    def _new_step(self, state: int, token: int) -> int:
+        """:meth:`token_step` for a step not in the memo (the matcher has looked)."""
+        if state == TERMINATED:  # nothing follows EOS (and -1 would index the last row)
+            return Automaton.DEAD
+        if token in self._eos_token_ids:
+            found = self._steps[state, token] = (
+                TERMINATED if self.automaton.is_accepting(state) else Automaton.DEAD)
+            return found
+        automaton = self.automaton
+        # Inside a counted run, from a state without a row (one built ahead steps faster
+        # through the rows): the bytes of the token would build a row per count.
+        served = (self._masks.runs.lookup(state) if state != Automaton.DEAD
+                  and not automaton.has_row(state) and not automaton.exponential else None)
+        if served is not None:
+            found = self._masks.runs.step(state, served, token, self.token_step)
+        else:
+            table = self._token_bytes
+            data = table[token] if 0 <= token < len(table) else None
+            found = Automaton.DEAD if data is None else automaton.step_bytes(state, data)
+        steps = self._steps
+        if len(steps) >= self._max_steps:
+            steps.clear()
+        steps[state, token] = found
         return found
 
     def memory_estimate(self) -> int:

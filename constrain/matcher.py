@@ -116,7 +116,7 @@ class Matcher:
         # The memo first: a step taken before (by any matcher) is one lookup.
         nxt = compiled._steps.get((state, token))
         if nxt is None:
-            nxt = compiled.token_step(state, token)
+            nxt = compiled._new_step(state, token)
         if nxt == _DEAD:
             return False
         self._history.append(state)
