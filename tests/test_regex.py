@@ -503,6 +503,8 @@ def _extend_with_lookaheads(inner: st.SearchStrategy[Gen]) -> st.SearchStrategy[
         _extend(inner),
         st.builds(_lookahead, st.booleans(), inner),
         st.builds(_lookahead, st.booleans(), inner.map(lambda g: Gen(g.pattern + "$", g.sample))),
+        # "^" inside: that alternative holds only where no character precedes
+        st.builds(_lookahead, st.booleans(), inner.map(lambda g: Gen("^" + g.pattern, g.sample))),
         st.builds(_lookbehind, st.booleans(), st.sampled_from(CHARS)),
         st.sampled_from([r"\b", r"\B"]).map(lambda b: Gen(b, st.just(""))),
     )
