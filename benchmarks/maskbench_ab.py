@@ -73,6 +73,10 @@ def collected(phase, info):
 warnings.simplefilter("ignore")
 engine = ConstrainEngine(load_vocab(sys.argv[1]))
 gc.callbacks.append(collected)
+# The collector's counters start equal in both workers: setting up allocates differently
+# where one worker compiles the walk kernels and the other loads what it wrote to numba's
+# cache, and the counts would then be shifted for every schema after.
+gc.collect()
 print("ready", flush=True)
 for line in sys.stdin:
     counts.clear()
