@@ -153,3 +153,29 @@ def test_ab_runs_the_same_checkout_to_the_same_counts() -> None:
     counts = [side.split("first rep: ")[1] for side in sides]
     assert counts[0] == counts[1], report
     assert "rows" in counts[0] and "2 passing in both" in report, report
+
+
+def test_constrain_engine_loads_every_walk_at_setup() -> None:
+    """No timed compile or step pays for numba's walks: a fresh process holds every walk
+    kernel's machine code once the engine is set up (with the on-disk cache cold, the
+    first JSON schema checked paid ~340 ms for them before)."""
+    import importlib.util
+    import subprocess
+    import sys
+    from pathlib import Path
+
+    if importlib.util.find_spec("numba") is None:
+        pytest.skip("numba is not installed (the fast extra): the numpy walk has nothing to load")
+    script = (
+        "from benchmarks.anchors import ConstrainEngine\n"
+        "from benchmarks.vocabs import toy_vocab\n"
+        "ConstrainEngine(toy_vocab([b'a', b'b', b'\"', b'{', b'}', b':', b',']))\n"
+        "from constrain import _walk_numba as k\n"
+        "print(sorted(n for n in ('_walk', '_text_walk', '_loop_plan', '_walk_states',"
+        " '_read_copies') if not getattr(k, n).signatures))\n"
+    )
+    root = Path(__file__).resolve().parents[1]
+    done = subprocess.run([sys.executable, "-c", script], cwd=root, capture_output=True,
+                          text=True, timeout=300, check=False)
+    assert done.returncode == 0, done.stderr[-2000:]
+    assert done.stdout.strip().splitlines()[-1] == "[]", done.stdout
