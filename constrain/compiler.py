@@ -22,7 +22,7 @@ import threading
 import time
 from collections.abc import Sequence
 from dataclasses import dataclass
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 import numpy as np
 
@@ -34,6 +34,9 @@ from .masks import TokenMasks, eos_only_words
 from .matcher import TERMINATED, Matcher
 from .regex import parse_regex
 from .vocab import Vocabulary
+
+if TYPE_CHECKING:
+    from .unique_items import UniqueGuards
 
 __all__ = [
     "CompiledConstraint",
@@ -90,9 +93,19 @@ class CompiledConstraint:
         # a MaskBench sample).
         if kind != "json" and self._masks.build_all(_EAGER_STATES):
             self._masks.precompute(time.perf_counter() - started)
+        self._unique: UniqueGuards | None = None
+        plan = grammar.metadata.get("unique_items")
+        if plan is not None:
+            from .unique_items import UniqueGuards
+
+            self._unique = UniqueGuards(plan, self)  # type: ignore[arg-type]
 
     def matcher(self) -> Matcher:
         """A fresh matcher at the start of the constraint."""
+        if self._unique is not None:
+            from .unique_items import UniqueItemsMatcher
+
+            return UniqueItemsMatcher(self, self._unique)
         return Matcher(self)
 
     @property

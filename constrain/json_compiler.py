@@ -75,6 +75,7 @@ from .regex import parse_regex
 
 if TYPE_CHECKING:
     from .json_schema import JsonSchemaOptions
+    from .unique_items import PathTrace
 
 __all__ = ["SUPPORTED_KEYWORDS", "Compiler"]
 
@@ -90,6 +91,9 @@ SUPPORTED_KEYWORDS = frozenset({
 """Every asserting keyword the compiler enforces; other asserting keywords of a dialect
 (``unevaluatedProperties``, ``unevaluatedItems``, ``$dynamicRef``, ``$recursiveRef``) are
 refused."""
+
+_GUARDED_TYPES = frozenset({"string", "null", "boolean"})
+"""Element types a ``uniqueItems`` guard reads (see :mod:`constrain.unique_items`)."""
 
 MAX_NESTING = 400
 """Sub-schemas being compiled inside each other at once (a budget against pathological
@@ -174,6 +178,7 @@ class Compiler:
         self._universe: Typed | None = None
         self._key_verdicts: dict[tuple[str, str, bool], bool] = {}
         self._key_automata: dict[int, tuple[Expr, Any]] = {}
+        self._trace: PathTrace | None = None  # made at the first uniqueItems a guard may take
 
     def grammar(self) -> Grammar:
         """The grammar of the whole document (start rule ``root``)."""
@@ -184,7 +189,11 @@ class Compiler:
         # Always the library: its terms come forked, and with them the conversion of the
         # characters keys are spelt with.
         rules = {**self.syn.universe_rules(), **self.rules}
-        return Grammar(rules, name, {"dialect": self.dialect.name}, self.syn.library)
+        metadata: dict[str, object] = {"dialect": self.dialect.name}
+        plan = self._trace.plan(self.syn) if self._trace is not None else None
+        if plan is not None:
+            metadata["unique_items"] = plan
+        return Grammar(rules, name, metadata, self.syn.library)
 
     def close(self) -> None:
         """Let go of everything this compilation held. Its memos hold facts that ask the
@@ -502,7 +511,7 @@ class Compiler:
                 continue
             conjuncts.append(counted_array(self.syn, other.expr(), mine.expr(), c.low, c.high))
         if spec.unique is not None and (spec.max_items is None or spec.max_items > 1):
-            unique = self._unique(spec.unique, elements, negative)
+            unique = self._unique(flat, spec.unique, [*positions, rest], elements, negative)
             if unique is not None:
                 conjuncts.extend(unique)
         if len(conjuncts) == 1:
@@ -515,11 +524,19 @@ class Compiler:
                         "free-form, so they cannot be counted", negative)
             return base
 
-    def _unique(self, node: Node, elements: Typed, negative: bool) -> list[Expr] | None:
+    def _unique(self, flat: list[Node], node: Node, positions: list[Typed], elements: Typed,
+                negative: bool) -> list[Expr] | None:
+        """The conjuncts that keep the elements distinct (none where a guard does it while
+        decoding, see :mod:`constrain.unique_items`); ``None`` where refused leniently."""
         pointer = node.pointer + "/uniqueItems"
         if elements.values is None:
+            why = self._guard_unique(flat, node, positions, negative)
+            if why is None:
+                return []
             self.refuse("uniqueItems", pointer, "exact only when every element comes from a "
-                        "small finite set of values (enum, const, boolean, null)", negative)
+                        "small finite set of values (enum, const, boolean, null), or for "
+                        f"strings guarded while decoding, which this array cannot be: {why}",
+                        negative)
             return None
         values: dict[Any, Any] = {}
         for v in elements.values:
@@ -531,6 +548,32 @@ class Compiler:
         texts = {k: literal_expr(self.syn, v, all_spellings=True) for k, v in values.items()}
         return [counted_array(self.syn, alt(*(e for j, e in texts.items() if j != k)), texts[k],
                               0, 1) for k in texts]
+
+    def _guard_unique(self, flat: list[Node], node: Node, positions: list[Typed],
+                      negative: bool) -> str | None:
+        """Register a guard for the array ``flat`` (``positions``: its element languages,
+        the last for every later element); ``None`` if done, else why not."""
+        from .unique_items import MIN_VALUES, PathTrace, UniqueGuard, has_enough_values
+
+        if negative:
+            return "it is in a complemented language (under not, if or oneOf)"
+        if any(p.opaque or not _GUARDED_TYPES.issuperset(p.types) for p in positions):
+            return "its elements are not all strings, booleans or null"
+        if self._trace is None:
+            self._trace = PathTrace(self)
+        path = self._trace.guardable(flat, node)
+        if path is None:
+            return ("its place in the document is not fixed by properties and array "
+                    "positions alone (a combinator, condition, contains or pattern key "
+                    "applies at or above it)")
+        elements = [p.expr() if p.types else NOTHING for p in positions]
+        library = self.syn.library
+        if not all(e is NOTHING or has_enough_values(e, library, i + 1 if i < len(elements) - 1
+                                                     else MIN_VALUES)
+                   for i, e in enumerate(elements)):
+            return "its elements have too few values to always leave a new one"
+        path.guard = UniqueGuard(tuple(elements[:-1]), elements[-1], node.pointer)
+        return None
 
     def _object(self, flat: list[Node], negative: bool) -> tuple[Expr | None, ObjectKeys | None]:
         """The object part (``None``: not regular, in negative position) and key facts."""

@@ -72,34 +72,23 @@ class Matcher:
         mask = self._compiled._mask_memo.get(state)  # memoized: no calls
         if mask is None:
             mask = self._compiled.masks_for_state(state)
-        words = len(mask)
         if isinstance(bitmask, np.ndarray):
-            # One indexing operation per call: this runs once per decoded token, and each
-            # numpy call costs about as much as copying the ~19 KB row of a 151k vocabulary.
-            if bitmask.shape[-1] == words:
-                bitmask[row] = mask
-            else:
-                bitmask[row, :words] = mask
-                bitmask[row, words:] = 0
-            return
-        target = bitmask[row]
-        source = self._compiled.torch_mask(state)
-        if target.device != source.device:
-            source = source.to(target.device, non_blocking=True)
-        target[:words].copy_(source)
-        if target.shape[0] > words:
-            target[words:].zero_()
+            write_row(mask, bitmask, row)
+        else:
+            write_tensor_row(self._compiled.torch_mask(state), bitmask, row)
+
+    def _mask(self) -> np.ndarray:
+        """The packed mask of this step."""
+        return self._compiled.masks_for_state(self._state)
 
     def allowed_token_ids(self) -> np.ndarray:
         """The token ids allowed now, ascending (a convenience over :meth:`fill_bitmask`)."""
-        bits = np.unpackbits(
-            self._compiled.masks_for_state(self._state).view(np.uint8), bitorder="little"
-        )
+        bits = np.unpackbits(self._mask().view(np.uint8), bitorder="little")
         return np.flatnonzero(bits[: self._compiled.vocab.size])
 
     def is_allowed(self, token: int) -> bool:
         """Whether ``token`` may come next."""
-        mask = self._compiled.masks_for_state(self._state)
+        mask = self._mask()
         if not 0 <= token < len(mask) * 32:
             return False
         return bool(int(mask[token >> 5]) >> (token & 31) & 1)
@@ -176,3 +165,26 @@ class Matcher:
 
     def __repr__(self) -> str:
         return f"<Matcher state={self._state} steps={len(self._history)}>"
+
+
+def write_row(mask: np.ndarray, bitmask: np.ndarray, row: int) -> None:
+    """Copy the packed ``mask`` into ``bitmask[row]``, zeroing words past it."""
+    words = len(mask)
+    # One indexing operation per call: this runs once per decoded token, and each numpy
+    # call costs about as much as copying the ~19 KB row of a 151k vocabulary.
+    if bitmask.shape[-1] == words:
+        bitmask[row] = mask
+    else:
+        bitmask[row, :words] = mask
+        bitmask[row, words:] = 0
+
+
+def write_tensor_row(source: Any, bitmask: Any, row: int) -> None:
+    """:func:`write_row` for a torch ``bitmask`` from the CPU tensor ``source``."""
+    target = bitmask[row]
+    words = source.shape[0]
+    if target.device != source.device:
+        source = source.to(target.device, non_blocking=True)
+    target[:words].copy_(source)
+    if target.shape[0] > words:
+        target[words:].zero_()

@@ -1,0 +1,975 @@
+"""``uniqueItems`` over arrays of strings (with booleans and null), enforced while decoding.
+
+No grammar holds "the elements differ" once elements have infinitely many values: the
+language is not context-free. The JSON Schema compiler enforces ``uniqueItems`` exactly in
+its grammar where elements come from a few listed values (see
+:mod:`constrain.json_arrays`); this module covers arrays of *strings* beyond that. The
+grammar keeps such an array without the keyword, and the compiler records a **guard**: the
+array's element languages. While decoding, :class:`UniqueItemsMatcher` follows the
+document's structure byte by byte, and inside a guarded array it intersects each mask with
+the mask of the current element's own language less the values already used:
+
+    ws · ((E ∖ spellings(used)) · ws)? · [,\\]] · anything
+
+That intersection is exact, not only sound, under three conditions the compiler checks
+(:meth:`PathTrace.guardable` and :func:`has_enough_values`):
+
+- **The element language is the automaton's own.** The array sits where the schema alone
+  fixes it: reached from the root through ``properties`` (listed keys) and array positions
+  only, with no combinator, condition, ``contains`` or ``propertyNames`` at it or above it,
+  and its sub-schema is reached nowhere else. Then the base automaton, inside element
+  ``i``, continues with exactly the completions of ``E_i`` followed by what follows any
+  element ``i``; a completion the guard keeps is one the base keeps.
+- **Fresh values never run out.** The language of every later element holds at least
+  2**24 values (counted on spellings without a backslash, which spell distinct values),
+  more than any decoding run has tokens; that of element ``i`` of a tuple (``prefixItems``)
+  at least ``i + 1``, more than the elements before it can use up. So the array can always
+  take a new element where its schema allows one.
+- **Tokens that cross into the next element are simulated.** A token such as ``", "x``
+  or ``, null`` ends an element, passes the comma and starts the next, whose prefix must
+  be live for the *new* set of used values. Only tokens with a comma followed by more
+  than whitespace can do that (inside a string, only those with a quote before the comma:
+  about twenty in a 151k vocabulary); each one the masks allow is run through the tracker.
+
+Arrays the conditions do not cover stay refused (``lenient`` drops the keyword), as before.
+
+>>> from constrain import Vocabulary, compile_json_schema
+>>> vocab = Vocabulary.from_token_bytes([bytes([b]) for b in range(128)] + [None],
+...                                     eos_token_ids=[128])
+>>> c = compile_json_schema({"type": "array", "items": {"type": "string"},
+...                          "uniqueItems": True}, vocab)
+>>> m = c.matcher()
+>>> all(m.advance(b) for b in b'["ab", "a'), m.is_allowed(ord('"'))
+(True, True)
+>>> m.advance(ord('b')), m.is_allowed(ord('"'))
+(True, False)
+"""
+
+from __future__ import annotations
+
+import contextlib
+import json
+import re
+from bisect import bisect_left
+from collections.abc import Iterator
+from dataclasses import dataclass, field
+from functools import lru_cache
+from typing import TYPE_CHECKING, Any
+
+import numpy as np
+
+from .automaton import Automaton, AutomatonOptions
+from .cache import token_trie
+from .grammar import Expr, Grammar, alt, complement, intersect
+from .json_arrays import ArraySpec
+from .json_literals import literal as literal_expr
+from .json_objects import ObjectSpec
+from .matcher import TERMINATED, Matcher, write_row, write_tensor_row
+
+if TYPE_CHECKING:
+    from .compiler import CompiledConstraint
+    from .json_compiler import Compiler
+    from .json_nodes import Node
+    from .json_syntax import JsonSyntax
+    from .vocab import Vocabulary
+
+__all__ = [
+    "MIN_VALUES",
+    "PathNode",
+    "PathTrace",
+    "UniqueGuard",
+    "UniqueGuards",
+    "UniqueItemsMatcher",
+    "UniqueItemsPlan",
+    "has_enough_values",
+]
+
+MIN_VALUES = 2**24
+"""Values an element language must hold (or be infinite) for its guard to be exact: each
+element takes at least one token, and no decoding run reaches 16M tokens, so an array never
+uses them all up."""
+
+_CONDITIONAL = frozenset({
+    "anyOf", "oneOf", "not", "if", "then", "else", "dependentSchemas", "dependencies",
+    "dependentRequired", "contains", "propertyNames", "enum", "const", "unevaluatedItems",
+    "unevaluatedProperties", "$dynamicRef", "$recursiveRef",
+})
+"""Keywords after which the compiler may lower a location's sub-schemas merged with others
+(or not at all): nothing at or below such a location is guarded."""
+
+_ONE_SUB = ("additionalProperties", "additionalItems", "items", "contains", "propertyNames",
+            "not", "if", "then", "else", "unevaluatedItems", "unevaluatedProperties")
+_LIST_SUBS = ("allOf", "anyOf", "oneOf", "prefixItems", "items")
+_MAP_SUBS = ("properties", "patternProperties", "dependentSchemas", "dependencies",
+             "$defs", "definitions")
+
+_TRACE_BUDGET = 20_000
+"""Locations a trace visits before giving up (no guard then: the keyword stays refused)."""
+
+
+@dataclass(eq=False)
+class UniqueGuard:
+    """The element languages of one guarded array (JSON strings, booleans, null)."""
+
+    positions: tuple[Expr, ...]
+    rest: Expr
+    pointer: str
+
+    def element(self, index: int) -> Expr:
+        return self.positions[index] if index < len(self.positions) else self.rest
+
+
+@dataclass(eq=False)
+class PathNode:
+    """The places a value can be in the document, as far as guards care: the value of a
+    listed key, the element at a position, the guard of an array here."""
+
+    keys: dict[str, PathNode] = field(default_factory=dict)
+    positions: list[PathNode] = field(default_factory=list)
+    rest: PathNode | None = None
+    guard: UniqueGuard | None = None
+
+    def element(self, index: int) -> PathNode | None:
+        return self.positions[index] if index < len(self.positions) else self.rest
+
+
+@dataclass(eq=False)
+class UniqueItemsPlan:
+    """What a grammar's matchers need to enforce its guards (in ``Grammar.metadata``)."""
+
+    root: PathNode
+    syntax: JsonSyntax
+
+
+class PathTrace:
+    """Where each sub-schema of a document applies, as the compiler lowers it: the
+    locations reached from the root through listed keys and array positions (*clean*), and
+    every schema reached anywhere else (*tainted*: under a combinator, a condition, a
+    pattern or additional key, ``contains``...)."""
+
+    def __init__(self, compiler: Compiler) -> None:
+        self._compiler = compiler
+        self.nodes: dict[tuple[Any, ...], PathNode] = {}
+        self.tainted: set[int] = set()
+        self.complete = True
+        self._visits = 0
+        self._tainted_nodes: set[Any] = set()
+        root = compiler._flatten([compiler.root])
+        self.root = self._trace(root) if root is not None else PathNode()
+
+    def guardable(self, flat: list[Node], unique: Node) -> PathNode | None:
+        """The path node of the clean location ``flat`` whose ``uniqueItems`` (on
+        ``unique``) may be guarded, or ``None``."""
+        if not self.complete or id(unique.schema) in self.tainted:
+            return None
+        return self.nodes.get(tuple(n.key for n in flat))
+
+    def plan(self, syntax: JsonSyntax) -> UniqueItemsPlan | None:
+        """The guards registered, with the path nodes leading to none of them pruned;
+        ``None`` where there is none."""
+        live = {id(n) for n in self.nodes.values() if n.guard is not None}
+        if not live:
+            return None
+        changed = True
+        while changed:  # a fixpoint: recursive schemas make the path graph cyclic
+            changed = False
+            for n in self.nodes.values():
+                if id(n) not in live and any(id(c) in live for c in _children(n)):
+                    live.add(id(n))
+                    changed = True
+        for n in self.nodes.values():
+            n.keys = {k: c for k, c in n.keys.items() if id(c) in live}
+            n.positions = [c if id(c) in live else _DEAD_END for c in n.positions]
+            if n.positions and n.positions[-1] is _DEAD_END and not n.keys:
+                while n.positions and n.positions[-1] is _DEAD_END:
+                    n.positions.pop()
+            if n.rest is not None and id(n.rest) not in live:
+                n.rest = None
+        return UniqueItemsPlan(self.root, syntax)
+
+    # -- the walk ----------------------------------------------------------------------
+
+    def _spend(self) -> bool:
+        self._visits += 1
+        if self._visits > _TRACE_BUDGET:
+            self.complete = False
+        return self.complete
+
+    def _trace(self, root: list[Node]) -> PathNode:
+        compiler = self._compiler
+        keywords = compiler.dialect.keywords
+        first = self.nodes[tuple(n.key for n in root)] = PathNode()
+        todo = [(root, first)]
+        while todo and self._spend():
+            flat, node = todo.pop()
+            conditional = any(k in n.schema and k not in n.skip and k in keywords
+                              for n in flat if isinstance(n.schema, dict) for k in _CONDITIONAL)
+            if conditional:
+                for n in flat:
+                    self._taint(n)
+                continue
+
+            def clean(nodes: list[Node]) -> PathNode | None:
+                child = compiler._flatten(nodes)
+                if child is None:
+                    return None
+                key = tuple(n.key for n in child)
+                found = self.nodes.get(key)
+                if found is None:
+                    found = self.nodes[key] = PathNode()
+                    todo.append((child, found))
+                return found
+
+            objects = ObjectSpec.merge(flat, compiler.options.strict_additional_properties)
+            matches = compiler._key_matcher(False)
+            for key in objects.listed_keys():
+                child = clean(objects.value_nodes(key, matches))
+                if child is not None:
+                    node.keys[key] = child
+            for pattern_nodes in objects.patterns.values():
+                for n in pattern_nodes:
+                    self._taint(n)
+            for extra in objects.additional:
+                self._taint(extra.node)
+            for n in objects.names:
+                self._taint(n)
+            arrays = ArraySpec.merge(flat)
+            for i in range(arrays.prefix_length):
+                node.positions.append(clean(arrays.position_nodes(i)) or _DEAD_END)
+            node.rest = clean(arrays.position_nodes(arrays.prefix_length))
+        return first
+
+    def _taint(self, node: Node) -> None:
+        todo = [node]
+        while todo and self._spend():
+            n = todo.pop()
+            if n.key in self._tainted_nodes:
+                continue
+            self._tainted_nodes.add(n.key)
+            schema = n.schema
+            if not isinstance(schema, dict):
+                continue
+            self.tainted.add(id(schema))
+            todo.extend(_sub_nodes(n))
+
+
+def _children(node: PathNode) -> Iterator[PathNode]:
+    yield from node.keys.values()
+    yield from node.positions
+    if node.rest is not None:
+        yield node.rest
+
+
+_DEAD_END = PathNode()
+"""The path node of a position holding nothing guarded (shared; never given a guard)."""
+
+
+def _sub_nodes(n: Node) -> Iterator[Node]:
+    """Every sub-schema of ``n`` a compiler could lower, and what its ``$ref`` names."""
+    schema = n.schema
+    if "$ref" in schema and isinstance(schema["$ref"], str):
+        with contextlib.suppress(Exception):  # the compiler reports bad references itself
+            yield n.resolve(schema["$ref"])
+    for k in _ONE_SUB:
+        sub = schema.get(k)
+        if isinstance(sub, (dict, bool)):
+            yield n.child(sub, k)
+    for k in _LIST_SUBS:
+        subs = schema.get(k)
+        if isinstance(subs, list):
+            for i, sub in enumerate(subs):
+                if isinstance(sub, (dict, bool)):
+                    yield n.child(sub, k, i)
+    for k in _MAP_SUBS:
+        subs = schema.get(k)
+        if isinstance(subs, dict):
+            for name, sub in subs.items():
+                if isinstance(sub, (dict, bool)):
+                    yield n.child(sub, k, name)
+
+
+# -- element languages ------------------------------------------------------------------
+
+
+def has_enough_values(expr: Expr, library: Any, needed: int = MIN_VALUES,
+                      options: AutomatonOptions | None = None, max_states: int = 4096) -> bool:
+    """Whether the language ``expr`` (of JSON values) holds at least ``needed`` values. First counted on spellings of printable ASCII without a backslash, length by
+    length (each spells a value of its own, and a few lengths settle most languages); else
+    on the whole automaton: a cycle among its live states (infinitely many spellings, so
+    values), or that many accepted spellings without a backslash. ``False`` where it has
+    more than ``max_states`` states: unknown, so not guarded."""
+    rules = dict(library.rules) if library is not None else {}
+    rules["element"] = expr
+    automaton = Automaton(Grammar(rules, "element", library=library), options)
+    start = automaton.start
+    if start == Automaton.DEAD:
+        return False
+    if _plain_spellings_reach(automaton, needed):
+        return True
+    rows: dict[int, np.ndarray] = {}
+    todo = [start]
+    while todo:
+        s = todo.pop()
+        if s in rows:
+            continue
+        if len(rows) >= max_states:
+            return False
+        rows[s] = row = automaton.row(s)
+        todo.extend(int(t) for t in np.unique(row) if t != Automaton.DEAD and t not in rows)
+    live = {s for s in rows if automaton.is_accepting(s)}
+    changed = True
+    while changed:
+        changed = False
+        for s, row in rows.items():
+            if s not in live and any(int(t) in live for t in np.unique(row)):
+                live.add(s)
+                changed = True
+    succ = {s: [int(t) for t in np.unique(rows[s]) if int(t) in live] for s in live}
+    order = _topological(live, succ)
+    if order is None:
+        return True  # a cycle among live states
+    count: dict[int, int] = {}
+    for s in reversed(order):
+        total = 1 if automaton.is_accepting(s) else 0
+        for t, n in zip(*np.unique(np.delete(rows[s], 0x5C), return_counts=True)):
+            if int(t) in live:
+                total += int(n) * count[int(t)]
+        count[s] = min(total, needed)
+    return count.get(start, 0) >= needed
+
+
+_PLAIN_BYTES = np.array([b for b in range(0x20, 0x7F) if b != 0x5C])
+
+
+def _plain_spellings_reach(automaton: Automaton, target: int, start: int | None = None,
+                           max_length: int = 48, max_states: int = 256) -> bool:
+    """Whether ``automaton`` accepts ``target`` texts of printable ASCII without a
+    backslash of at most ``max_length`` bytes (after ``start``'s text, by default none),
+    counted length by length."""
+    start = automaton.start if start is None else start
+    level = {start: 1}
+    total = 1 if automaton.is_accepting(start) else 0
+    if total >= target:
+        return True
+    for _ in range(max_length):
+        nxt: dict[int, int] = {}
+        for s, n in level.items():
+            targets, counts = np.unique(automaton.row(s)[_PLAIN_BYTES], return_counts=True)
+            for t, k in zip(targets.tolist(), counts.tolist()):
+                if t != Automaton.DEAD:
+                    nxt[t] = min(nxt.get(t, 0) + n * k, target)
+        level = nxt
+        total += sum(n for s, n in level.items() if automaton.is_accepting(s))
+        if total >= target:
+            return True
+        if not level or len(level) > max_states:
+            return False
+    return False
+
+
+def _topological(nodes: set[int], succ: dict[int, list[int]]) -> list[int] | None:
+    """``nodes`` in topological order, or ``None`` where ``succ`` has a cycle among them."""
+    state: dict[int, int] = {}  # 1: on the path, 2: done
+    out: list[int] = []
+    for s0 in nodes:
+        if s0 in state:
+            continue
+        state[s0] = 1
+        stack = [(s0, iter(succ[s0]))]
+        while stack:
+            s, it = stack[-1]
+            nxt = next(it, None)
+            if nxt is None:
+                state[s] = 2
+                out.append(s)
+                stack.pop()
+            elif state.get(nxt) == 1:
+                return None
+            elif nxt not in state:
+                state[nxt] = 1
+                stack.append((nxt, iter(succ[nxt])))
+    out.reverse()
+    return out
+
+
+# -- the tracker ------------------------------------------------------------------------
+
+_NO_VALUE = object()
+"""The last element's value before it is read (``None`` is JSON's null)."""
+
+# Lexical modes of the tracker (the base automaton checks the JSON; this only follows it).
+_VALUE, _STRING, _KEY, _SCALAR, _AFTER, _KEY_NEXT, _COLON, _END = range(8)
+_WS = frozenset(b" \t\n\r")
+_SCALAR_BYTES = frozenset(b"0123456789+-.eEtruefalsn")
+
+# A tracker state: (mode, escaped, text, pending, stack, region), immutable so that it is
+# a memo key and a rollback point. ``text``: the key or element being read (an element's
+# from its first byte, a key's from after its quote; None where not needed); ``pending``:
+# the path node of the next value; ``stack``: (is_array, path node, index) per open
+# container; ``region``: inside a guarded array, (guard, index, used values, the last
+# element's value once read).
+_Region = tuple[UniqueGuard, int, frozenset[object], object]
+_Track = tuple[int, bool, "bytes | None", "PathNode | None", tuple[Any, ...], "_Region | None"]
+
+_WILD = ""
+"""The bucket of tokens whose first character is not known alone (a partial escape or
+UTF-8 sequence)."""
+
+_SHORT_ESCAPES = {'"': '"', "\\": "\\", "/": "/", "\b": "b", "\f": "f", "\n": "n", "\r": "r",
+                  "\t": "t"}
+
+
+def _spelled(value: object) -> bytes:
+    """The canonical text of an element value (no escape but the ones JSON requires)."""
+    return json.dumps(value, ensure_ascii=False).encode()
+
+
+def _first_unit(data: bytes) -> str:
+    """The first character ``data`` spells at the start of a value or inside a string (an
+    escape read as its character), or :data:`_WILD`."""
+    if data[:1] == b"\\":
+        if data[1:2] == b"u" and len(data) >= 6:
+            try:
+                code = int(data[2:6], 16)
+            except ValueError:
+                return _WILD
+            return chr(code) if not 0xD800 <= code < 0xE000 else _WILD
+        found = next((c for c, e in _SHORT_ESCAPES.items() if data[1:2] == e.encode()), None)
+        return found if found is not None else _WILD
+    for n in (1, 2, 3, 4):
+        try:
+            return data[:n].decode()
+        except UnicodeDecodeError:
+            continue
+    return _WILD
+
+
+class _TokenIndex:
+    """A vocabulary's tokens by their bytes, for the candidates of one step: tokens equal
+    to a text's prefixes, tokens starting with a text, tokens holding a backslash by
+    their first character; each with or without leading whitespace. Built from the
+    vocabulary's token trie, reading only the few tokens each part needs."""
+
+    def __init__(self, vocab: Vocabulary) -> None:
+        trie = self._trie = token_trie(vocab)
+        crossing = re.compile(rb',[ \t\n\r]*[^ \t\n\r]')
+        in_string = re.compile(rb'"[ \t\n\r]*,[ \t\n\r]*[^ \t\n\r]')
+        with_comma = [(s, trie.string_bytes(s)) for s in self._strings_with(0x2C)]
+        found = [(s, data) for s, data in with_comma if crossing.search(data)]
+        self.crossing = self._ids([s for s, _ in found])
+        self.crossing_in_string = self._ids([s for s, d in found if in_string.search(d)])
+        self.crossing_opening = self._ids([s for s, d in found if b"[" in d])
+        escapes: dict[tuple[bool, str], list[int]] = {}
+        for s in self._strings_with(0x5C):
+            data = trie.string_bytes(s)
+            stripped = data.lstrip(b" \t\n\r")
+            if stripped:
+                escapes.setdefault((len(stripped) < len(data), _first_unit(stripped)),
+                                   []).append(s)
+        self._escapes = {k: self._ids(v) for k, v in escapes.items()}
+        # Tokens of whitespace and then a value's first byte (a quote or a literal's
+        # letter), by what follows the whitespace: read only at an element's start.
+        led: list[tuple[bytes, int]] = []
+        for first in b" \t\n\r":
+            node = self._child(None, first)
+            if node is None:
+                continue
+            for s in range(int(trie.start[node]), int(trie.end[node])):
+                stripped = trie.string_bytes(s).lstrip(b" \t\n\r")
+                if stripped[:1] in (b'"', b"n", b"t", b"f"):
+                    led.append((stripped, s))
+        led.sort()
+        self._led_keys = [k for k, _ in led]
+        self._led_strings = np.array([s for _, s in led], dtype=np.int64)
+
+    def _strings_with(self, byte: int) -> np.ndarray:
+        trie = self._trie
+        at = np.flatnonzero(trie.string_data == byte)
+        return np.unique(np.searchsorted(trie.string_offsets, at, side="right") - 1)
+
+    def _ids(self, strings: list[int] | np.ndarray) -> np.ndarray:
+        if not len(strings):
+            return _NO_IDS
+        return self._trie.token_ids_of(np.asarray(strings, dtype=np.int64)).astype(np.int64)
+
+    def _child(self, node: int | None, byte: int) -> int | None:
+        """The trie node after ``byte`` from ``node`` (``None``: the root)."""
+        trie = self._trie
+        if node is None:
+            lo, hi = int(trie.level_offsets[0]), int(trie.level_offsets[1])
+        else:
+            lo, hi = int(trie.child_lo[node]), int(trie.child_hi[node])
+        i = lo + int(np.searchsorted(trie.byte[lo:hi], byte))
+        return i if i < hi and int(trie.byte[i]) == byte else None
+
+    def starting_with(self, prefix: bytes, led: bool) -> np.ndarray:
+        """Tokens whose bytes (after the leading whitespace, for ``led``) start with ``prefix``."""
+        if led:
+            keys = self._led_keys
+            lo = hi = bisect_left(keys, prefix)
+            while hi < len(keys) and keys[hi].startswith(prefix):
+                hi += 1
+            return self._ids(self._led_strings[lo:hi])
+        node = None
+        for byte in prefix:
+            node = self._child(node, byte)
+            if node is None:
+                return _NO_IDS
+        trie = self._trie
+        return self._ids(np.arange(int(trie.start[node]), int(trie.end[node])))
+
+    def prefixes_of(self, text: bytes, led: bool) -> np.ndarray:
+        """Tokens whose bytes (after the leading whitespace, for ``led``) are a non-empty
+        prefix of ``text``."""
+        found: list[int] = []
+        if led:
+            keys = self._led_keys
+            for n in range(1, len(text) + 1):
+                i = bisect_left(keys, text[:n])
+                while i < len(keys) and keys[i] == text[:n]:
+                    found.append(int(self._led_strings[i]))
+                    i += 1
+            return self._ids(found)
+        node = None
+        for byte in text:
+            node = self._child(node, byte)
+            if node is None:
+                break
+            terminal = int(self._trie.terminal[node])
+            if terminal >= 0:
+                found.append(terminal)
+        return self._ids(found)
+
+    def escaping(self, first: str, led: bool) -> np.ndarray:
+        """Tokens with a backslash whose first character is ``first`` or unknown."""
+        parts = [self._escapes.get((led, first)), self._escapes.get((led, _WILD))]
+        return np.concatenate([p for p in parts if p is not None] or [_NO_IDS])
+
+
+_NO_IDS = np.zeros(0, dtype=np.int64)
+
+
+@lru_cache(maxsize=8)
+def _token_index(vocab: Vocabulary) -> _TokenIndex:
+    return _TokenIndex(vocab)
+
+
+def _split_escape(text: bytes) -> tuple[bytes, bytes]:
+    """``text`` (a string element's start) as its part up to an unfinished escape, and
+    that escape (empty where none; a high surrogate waits for its pair)."""
+    i, n = 1, len(text)
+    while i < n:
+        if text[i] != 0x5C:
+            i += 1
+            continue
+        size = 6 if text[i + 1:i + 2] == b"u" else 2
+        if size == 6 and text[i + 2:i + 4].lower() in (b"d8", b"d9", b"da", b"db"):
+            size = 12
+        if i + size > n:
+            return text[:i], text[i:]
+        i += size
+    return text, b""
+
+
+def _canonical_prefix(text: bytes) -> bytes:
+    """``text`` (the start of an element, with no unfinished escape) with its escapes
+    spelt canonically, so it is a prefix of a value's canonical text exactly when it may
+    spell that value's start (a partial UTF-8 character at the end stays as bytes)."""
+    if b"\\" not in text:
+        return text
+    cut = len(text)
+    j = cut
+    while j > 1 and text[j - 1] & 0xC0 == 0x80:
+        j -= 1
+    if j > 1 and text[j - 1] >= 0xC0:
+        lead = text[j - 1]
+        if len(text) - (j - 1) < (2 if lead < 0xE0 else 3 if lead < 0xF0 else 4):
+            cut = j - 1
+    return _spelled(json.loads(text[:cut] + b'"'))[:-1] + text[cut:]
+
+
+def _escapes_of(char: str) -> list[bytes]:
+    """Every escape that spells ``char`` (hex digits in either case)."""
+    out = []
+    if char in _SHORT_ESCAPES:
+        out.append(b"\\" + _SHORT_ESCAPES[char].encode())
+    code = ord(char)
+    units = [code] if code < 0x10000 else [0xD800 + ((code - 0x10000) >> 10),
+                                            0xDC00 + ((code - 0x10000) & 0x3FF)]
+    spelt = [""]
+    for unit in units:
+        spelt = [s + "\\u" for s in spelt]
+        for digit in f"{unit:04x}":
+            cases = {digit, digit.upper()}
+            spelt = [s + c for s in spelt for c in cases]
+    out.extend(s.encode() for s in spelt)
+    return out
+
+
+class UniqueGuards:
+    """The guards of one compiled constraint: the tracker that follows a document, the
+    element languages, and the masks they make from the base's."""
+
+    _KEPT = 4096
+
+    def __init__(self, plan: UniqueItemsPlan, compiled: CompiledConstraint) -> None:
+        self.plan = plan
+        self.compiled = compiled
+        self.start: _Track = (_VALUE, False, None, plan.root, (), None)
+        self._index = _token_index(compiled.vocab)
+        self._options = compiled.automaton.options
+        self._elements: dict[tuple[int, int], Automaton] = {}
+        self._guards: dict[tuple[int, int, frozenset[object]], Automaton] = {}
+        self._enough: dict[tuple[int, int, int], bool] = {}
+        self._candidates: dict[tuple[bytes, int, bool], tuple[np.ndarray, np.ndarray]] = {}
+        self._masks: dict[tuple[int, _Track], np.ndarray] = {}
+
+    # -- languages -----------------------------------------------------------------------
+
+    def _automaton(self, expr: Expr) -> Automaton:
+        library = self.plan.syntax.library
+        rules = dict(library.rules) if library is not None else {}
+        rules["element"] = expr
+        return Automaton(Grammar(rules, "element", library=library), self._options)
+
+    def _element(self, guard: UniqueGuard, index: int) -> Automaton:
+        key = (id(guard), min(index, len(guard.positions)))
+        found = self._elements.get(key)
+        if found is None:
+            found = self._elements[key] = self._automaton(guard.element(index))
+        return found
+
+    def _guard(self, guard: UniqueGuard, index: int, used: frozenset[object]) -> Automaton:
+        """Element ``index``'s language less the spellings of ``used``."""
+        key = (id(guard), min(index, len(guard.positions)), used)
+        found = self._guards.get(key)
+        if found is None:
+            syntax = self.plan.syntax
+            spelled = alt(*(literal_expr(syntax, v, all_spellings=True)
+                            for v in sorted(used, key=repr)))
+            found = self._automaton(intersect(guard.element(index), complement(spelled)))
+            if len(self._guards) >= self._KEPT:
+                self._guards.clear()
+            self._guards[key] = found
+        return found
+
+    def live(self, track: _Track) -> bool:
+        """Whether the element being read (if any) can still end as a new value."""
+        mode, _, text, _, _, region = track
+        if region is None or text is None or mode not in (_STRING, _SCALAR) or not region[2]:
+            return True
+        used = region[2]
+        head, partial = _split_escape(text) if mode == _STRING else (text, b"")
+        if not partial and not any(_spelled(u).startswith(_canonical_prefix(head))
+                                   for u in used):
+            return True  # no used value starts so: every ending is new
+        guard, index = region[0], region[1]
+        element = self._element(guard, index)
+        state = element.step_bytes(element.start, text)
+        if state == Automaton.DEAD:
+            return False
+        key = (id(element), state, len(used) + 1)
+        enough = self._enough.get(key)
+        if enough is None:
+            enough = self._enough[key] = _plain_spellings_reach(element, len(used) + 1, state)
+        if enough:
+            return True  # more endings than used values
+        exact = self._guard(guard, index, used)
+        return exact.step_bytes(exact.start, text) != Automaton.DEAD
+
+    # -- masks ---------------------------------------------------------------------------
+
+    def mask(self, base: np.ndarray, base_state: int, track: _Track) -> np.ndarray:
+        """The base mask ``base`` less what the guards refuse at ``track``."""
+        key = (base_state, track)
+        found = self._masks.get(key)
+        if found is not None:
+            return found
+        doomed, checked = self._step_candidates(track)
+        out = base
+        if len(doomed) or len(checked):
+            doomed = doomed[_bits(base, doomed)]
+            checked = checked[_bits(base, checked)]
+            if len(doomed) or len(checked):
+                out = base.copy()
+                words = out.view(np.uint32)
+                table = self.compiled.vocab.token_bytes
+                failed = [t for t in checked.tolist()
+                          if not self._keeps(self.feed(track, table[t]))]
+                for token in (*doomed.tolist(), *failed):
+                    words[token >> 5] &= np.uint32(~(1 << (token & 31)) & 0xFFFFFFFF)
+        if len(self._masks) >= self._KEPT:
+            self._masks.clear()
+        self._masks[key] = out
+        return out
+
+    def _keeps(self, track: _Track | None) -> bool:
+        return track is not None and self.live(track)
+
+    def _step_candidates(self, track: _Track) -> tuple[np.ndarray, np.ndarray]:
+        """Tokens that surely repeat a value (doomed) and tokens that may (checked) at
+        ``track``, before the base mask is applied."""
+        mode, _, text, _, _, region = track
+        index = self._index
+        if region is None:
+            return _NO_IDS, index.crossing_opening
+        crossing = index.crossing_in_string if mode == _STRING else index.crossing
+        used = region[2]
+        if not used or mode == _AFTER:
+            return _NO_IDS, crossing
+        partial = b""
+        if mode == _VALUE:
+            start, led_too = b"", True
+        else:
+            assert text is not None
+            head, partial = _split_escape(text) if mode == _STRING else (text, b"")
+            start, led_too = _canonical_prefix(head), False
+            read = json.loads(head + b'"') if partial else ""
+        doomed, checked = [_NO_IDS], [crossing]
+        for u in used:
+            spelled = _spelled(u)
+            if not spelled.startswith(start):
+                continue
+            if not partial:
+                d, c = self._value_candidates(spelled, len(start), led_too)
+                doomed.append(d)
+                checked.append(c)
+                continue
+            # Inside an escape: each way it may end as the value's next character.
+            assert isinstance(u, str)
+            rest = u[len(read):]
+            if rest:
+                after = _spelled(rest[1:])[1:]
+                for escape in _escapes_of(rest[0]):
+                    if escape.startswith(partial) and len(escape) > len(partial):
+                        d, c = self._value_candidates(escape[len(partial):] + after, 0,
+                                                      False)
+                        doomed.append(d)
+                        checked.append(c)
+        return np.unique(np.concatenate(doomed)), np.unique(np.concatenate(checked))
+
+    def _value_candidates(self, spelled: bytes, offset: int,
+                          led_too: bool) -> tuple[np.ndarray, np.ndarray]:
+        """For a used value spelt ``spelled`` whose first ``offset`` bytes are read: the
+        tokens that spell the rest of it (doomed) and those that may spell a part of it."""
+        key = (spelled, offset, led_too)
+        found = self._candidates.get(key)
+        if found is None:
+            index = self._index
+            rest = spelled[offset:]
+            doomed, checked = [], []
+            for led in (False, True) if led_too else (False,):
+                doomed.append(index.starting_with(rest, led))
+                checked.append(index.prefixes_of(rest, led))
+                checked.append(index.escaping(_first_unit(rest), led))
+            found = (np.concatenate(doomed), np.concatenate(checked))
+            if len(self._candidates) >= self._KEPT:
+                self._candidates.clear()
+            self._candidates[key] = found
+        return found
+
+    # -- the tracker ---------------------------------------------------------------------
+
+    def feed(self, track: _Track, data: bytes) -> _Track | None:
+        """The tracker after ``data`` (bytes the base automaton accepts), or ``None`` where
+        they complete an element equal to an earlier one."""
+        mode, escaped, text, pending, stack, region = track
+        i, n = 0, len(data)
+        while i < n:
+            b = data[i]
+            if mode == _STRING or mode == _KEY:
+                if escaped:
+                    escaped = False
+                elif b == 0x5C:
+                    escaped = True
+                elif b == 0x22:
+                    if mode == _KEY:
+                        top = stack[-1][1]
+                        pending = None
+                        if top is not None and text is not None:
+                            pending = top.keys.get(json.loads(b'"' + text + b'"'))
+                        mode, text = _COLON, None
+                    else:
+                        if region is not None and text is not None:
+                            value = json.loads(text + b'"')
+                            if value in region[2]:
+                                return None
+                            region = (*region[:3], value)
+                        mode, text = _AFTER, None
+                    i += 1
+                    continue
+                if text is not None:
+                    text += data[i:i + 1]
+                i += 1
+                continue
+            if b in _WS:
+                if mode == _SCALAR:
+                    mode, region, text = self._scalar_read(region, text)
+                    if mode is None:
+                        return None
+                i += 1
+                continue
+            if mode == _SCALAR:
+                if b in _SCALAR_BYTES:
+                    if text is not None:
+                        text += data[i:i + 1]
+                    i += 1
+                    continue
+                mode, region, text = self._scalar_read(region, text)
+                if mode is None:
+                    return None
+                continue  # this byte ends the literal: read it again
+            if mode == _VALUE:
+                if b == 0x7B:  # {
+                    stack = (*stack, (False, pending, 0))
+                    mode, pending = _KEY_NEXT, None
+                elif b == 0x5B:  # [
+                    stack = (*stack, (True, pending, 0))
+                    if pending is not None and pending.guard is not None:
+                        region = (pending.guard, 0, frozenset(), _NO_VALUE)
+                        pending = None
+                    else:
+                        pending = pending.element(0) if pending is not None else None
+                elif b == 0x22:
+                    mode = _STRING
+                    text = b'"' if region is not None else None
+                elif b == 0x5D:  # an empty array
+                    mode = _AFTER
+                    continue
+                else:
+                    mode = _SCALAR
+                    text = b"" if region is not None else None
+                    continue  # read again as the scalar's first byte
+                i += 1
+                continue
+            if mode == _KEY_NEXT:
+                if b == 0x22:
+                    mode = _KEY
+                    text = b"" if stack[-1][1] is not None else None
+                elif b == 0x7D:
+                    mode = _AFTER
+                    continue
+                i += 1
+                continue
+            if mode == _COLON:
+                mode = _VALUE  # the colon
+                i += 1
+                continue
+            if mode == _END:
+                i += 1
+                continue
+            # _AFTER: a comma or a closing bracket.
+            is_array, node, index = stack[-1]
+            if b == 0x2C:
+                if is_array:
+                    stack = (*stack[:-1], (True, node, index + 1))
+                    if region is not None:
+                        guard, _, used, last = region
+                        region = (guard, index + 1,
+                                  used if last is _NO_VALUE else used | {last}, _NO_VALUE)
+                    else:
+                        pending = node.element(index + 1) if node is not None else None
+                    mode = _VALUE
+                else:
+                    mode = _KEY_NEXT
+            else:
+                stack = stack[:-1]
+                region, pending = None, None
+                mode = _AFTER if stack else _END
+            i += 1
+        return (mode, escaped, text, pending, stack, region)
+
+    @staticmethod
+    def _scalar_read(region: _Region | None, text: bytes | None
+                     ) -> tuple[Any, _Region | None, None]:
+        """After a literal ends: (``_AFTER``, the region with its value), or ``None`` first
+        where it repeats one."""
+        if region is not None and text is not None:
+            value = json.loads(text)
+            if value in region[2]:
+                return None, region, None
+            region = (*region[:3], value)
+        return _AFTER, region, None
+
+
+def _bits(mask: np.ndarray, tokens: np.ndarray) -> np.ndarray:
+    """Which of ``tokens`` the packed ``mask`` allows."""
+    words = mask[tokens >> 5].astype(np.int64)
+    allowed: np.ndarray = ((words >> (tokens & 31)) & 1).astype(bool)
+    return allowed
+
+
+
+class UniqueItemsMatcher(Matcher):
+    """A :class:`~constrain.Matcher` that also keeps guarded arrays' elements distinct
+    (made by :meth:`CompiledConstraint.matcher
+    <constrain.compiler.CompiledConstraint.matcher>` where the grammar has guards)."""
+
+    __slots__ = ("_guards", "_track", "_tracks")
+
+    def __init__(self, compiled: CompiledConstraint, guards: UniqueGuards) -> None:
+        super().__init__(compiled)
+        self._guards = guards
+        self._track = guards.start
+        self._tracks: list[_Track] = []
+
+    def _mask(self) -> np.ndarray:
+        state = self._state
+        base = self._compiled.masks_for_state(state)
+        if state == TERMINATED:
+            return base
+        return self._guards.mask(base, state, self._track)
+
+    def fill_bitmask(self, bitmask: Any, row: int = 0) -> None:
+        mask = self._mask()
+        if isinstance(bitmask, np.ndarray):
+            write_row(mask, bitmask, row)
+        else:
+            import torch
+
+            write_tensor_row(torch.from_numpy(mask.copy()), bitmask, row)
+
+    def advance(self, token: int) -> bool:
+        if not super().advance(token):
+            return False
+        if self._state == TERMINATED:
+            self._tracks.append(self._track)
+            return True
+        return self._follow(self._compiled.vocab.token_bytes[token])
+
+    def advance_bytes(self, data: bytes) -> bool:
+        if not super().advance_bytes(data):
+            return False
+        return self._follow(data)
+
+    def _follow(self, data: bytes | None) -> bool:
+        after = None if data is None else self._guards.feed(self._track, data)
+        if after is None or not self._guards.live(after):
+            self._state = self._history.pop()
+            return False
+        self._tracks.append(self._track)
+        self._track = after
+        return True
+
+    def rollback(self, n: int = 1) -> None:
+        super().rollback(n)
+        if n:
+            self._track = self._tracks[-n]
+            del self._tracks[-n:]
+
+    def reset(self) -> None:
+        super().reset()
+        self._track = self._guards.start
+        self._tracks.clear()
+
+    def copy(self) -> UniqueItemsMatcher:
+        twin = UniqueItemsMatcher.__new__(UniqueItemsMatcher)
+        twin._compiled = self._compiled
+        twin._state = self._state
+        twin._history = list(self._history)
+        twin._guards = self._guards
+        twin._track = self._track
+        twin._tracks = list(self._tracks)
+        return twin
+
+

@@ -1,0 +1,267 @@
+"""uniqueItems over arrays of strings, enforced while decoding (constrain.unique_items).
+
+The reference is ``jsonschema``: every document a random walk completes must validate, no
+step a walk reaches may have an empty mask (a mask that allows a token leading nowhere
+shows up as a later empty one), valid instances are accepted token by token and
+instances repeating an element are refused.
+"""
+
+from __future__ import annotations
+
+import json
+import random
+import warnings
+from typing import Any
+
+import jsonschema
+import numpy as np
+import pytest
+
+from constrain import Vocabulary, compile_json_schema
+from constrain.errors import UnsupportedSchemaError
+from constrain.json_schema import ApproximationWarning
+from constrain.unique_items import UniqueItemsMatcher, has_enough_values
+
+# Multi-byte tokens that cross element boundaries the way BPE tokens do.
+_EXTRA = [b'","', b'", "', b'", "a', b'", "a"', b'","a","', b'"]', b'"],', b'["', b'["a',
+          b'["a","b', b'", "b', b'ab', b'\\u0061', b'null', b', null', b'true', b'"a"',
+          b'", "ba', b'{"', b'": ["', b'"], "',
+          # Escapes and UTF-8 split across tokens: the same value spelt other ways.
+          b'\\', b'\\u00', b'\\u00e', b'e9"', b'E9"', b'\xa9"', b'\xc3\xa9', b'\\ud83d',
+          b'\\ude00"', b'\\"', b'\xf0\x9f', b'\x98\x80']
+_EOS = 256 + len(_EXTRA)
+
+
+@pytest.fixture(scope="module")
+def vocab() -> Vocabulary:
+    table: list[bytes | None] = [bytes([b]) for b in range(256)] + _EXTRA + [None]
+    return Vocabulary.from_token_bytes(table, eos_token_ids=[_EOS])
+
+
+def _tokens(vocab: Vocabulary, text: str) -> list[int]:
+    """Greedy longest-match tokenization over the test vocabulary (crossing tokens used)."""
+    data = text.encode()
+    by_bytes = {b: t for t, b in enumerate(vocab.token_bytes) if b is not None}
+    out, i = [], 0
+    while i < len(data):
+        for n in range(min(8, len(data) - i), 0, -1):
+            if data[i:i + n] in by_bytes:
+                out.append(by_bytes[data[i:i + n]])
+                i += n
+                break
+    return out
+
+
+def _accepts(compiled: Any, vocab: Vocabulary, text: str) -> bool:
+    m = compiled.matcher()
+    for t in _tokens(vocab, text):
+        if not m.is_allowed(t) or not m.advance(t):
+            return False
+    return m.is_accepting() and m.advance(_EOS)
+
+
+# Random walks favour short elements, closing brackets and the crossing tokens, so that
+# arrays fill with elements that are often repeated attempts.
+_PREFERRED = [ord(c) for c in 'ab"],'] + list(range(256, _EOS))
+
+
+def _walk(compiled: Any, rng: random.Random, max_steps: int = 80,
+          lookahead: bool = False) -> str | None:
+    """A random document (``None`` if unfinished); with ``lookahead``, each allowed token
+    of each step is taken on a copy, which must leave a non-empty mask (exact masks)."""
+    m = compiled.matcher()
+    out = bytearray()
+    for _ in range(max_steps):
+        allowed = m.allowed_token_ids().tolist()
+        assert allowed, f"empty mask after {bytes(out)!r}"
+        for token in allowed if lookahead else ():
+            twin = m.copy()
+            assert twin.advance(token), (bytes(out), token)
+            assert token == _EOS or twin.allowed_token_ids().size, (bytes(out), token)
+        if _EOS in allowed and (rng.random() < 0.3 or len(out) > 40):
+            return out.decode()
+        preferred = [t for t in allowed if t in _PREFERRED]
+        token = rng.choice(preferred if preferred and rng.random() < 0.9 else allowed)
+        assert m.advance(token), (bytes(out), token)
+        if token == _EOS:
+            return out.decode()
+        out += compiled.vocab.token_bytes[token]
+    return None
+
+
+SCHEMAS = {
+    "strings": {"type": "array", "items": {"type": "string"}, "uniqueItems": True},
+    "short-or-b": {"type": "array", "uniqueItems": True,
+                   "items": {"type": "string", "pattern": "^(a|b[a-z]*)$"}},
+    "nullable": {"type": "array", "uniqueItems": True, "maxItems": 6,
+                 "items": {"type": ["string", "null", "boolean"], "maxLength": 8}},
+    "tuple": {"type": "array", "uniqueItems": True, "minItems": 2,
+              "prefixItems": [{"const": "a"}, {"type": "string", "pattern": "^[ab]+$"}],
+              "items": {"type": "string"}},
+    "nested": {"type": "object", "required": ["tags"], "additionalProperties": False,
+               "properties": {"tags": {"$ref": "#/$defs/tags"},
+                              "groups": {"type": "array", "items": {"$ref": "#/$defs/tags"}}},
+               "$defs": {"tags": {"type": "array", "uniqueItems": True,
+                                  "items": {"type": "string", "maxLength": 20}}}},
+    "tree": {"type": "object", "additionalProperties": False,
+             "properties": {"tags": {"type": "array", "items": {"type": "string"},
+                                     "uniqueItems": True},
+                            "kids": {"type": "array", "items": {"$ref": "#"}}}},
+}
+
+
+@pytest.mark.parametrize("name", sorted(SCHEMAS))
+def test_walks_end_valid_and_never_stall(name: str, vocab: Vocabulary) -> None:
+    schema = SCHEMAS[name]
+    compiled = compile_json_schema(schema, vocab)
+    assert isinstance(compiled.matcher(), UniqueItemsMatcher)
+    rng = random.Random(name)
+    finished = 0
+    for i in range(150):
+        text = _walk(compiled, rng, lookahead=i < 10)
+        if text is None:
+            continue
+        finished += 1
+        jsonschema.validate(json.loads(text), schema)
+    assert finished > 30
+
+
+@pytest.mark.parametrize(("name", "valid", "invalid"), [
+    ("strings", ['[]', '["a"]', '["a", "b", "ab"]', '["a","b"]', '["a", "\\u0062"]',
+                 '["é", "e", "\\u00e8"]', '["a\\"", "a"]'],
+     ['["a", "a"]', '["a","b","a"]', '["a", "\\u0061"]', '["ab", "a", "ab"]',
+      '["é", "\\u00e9"]', '["\\u00E9", "é"]', '["a\\"", "a\\u0022"]',
+      '["😀", "\\ud83d\\ude00"]', '["\\ud83d\\uDE00", "😀"]']),
+    ("short-or-b", ['["a", "b"]', '["b", "a", "bb"]'], ['["a", "a"]', '["bb", "a", "bb"]']),
+    ("nullable", ['[null, "null", true, "true", false]'],
+     ['[null, null]', '[true, "a", true]', '["x", "x"]']),
+    ("tuple", ['["a", "b"]', '["a", "ab", "b"]'], ['["a", "a"]', '["a", "b", "b"]']),
+    ("nested", ['{"tags": ["a", "b"], "groups": [["a"], ["a", "b"]]}'],
+     ['{"tags": ["a", "a"]}', '{"tags": [], "groups": [["a"], ["b", "b"]]}']),
+    ("tree", ['{"tags": ["a"], "kids": [{"tags": ["a", "b"]}]}'],
+     ['{"kids": [{"kids": [{"tags": ["x", "x"]}]}]}']),
+])
+def test_instances(name: str, valid: list[str], invalid: list[str], vocab: Vocabulary) -> None:
+    schema = SCHEMAS[name]
+    compiled = compile_json_schema(schema, vocab)
+    for text in valid:
+        jsonschema.validate(json.loads(text), schema)
+        assert _accepts(compiled, vocab, text), text
+    for text in invalid:
+        with pytest.raises(jsonschema.ValidationError):
+            jsonschema.validate(json.loads(text), schema)
+        assert not _accepts(compiled, vocab, text), text
+
+
+def test_tokens_crossing_into_the_next_element_are_checked(vocab: Vocabulary) -> None:
+    """After "a" is used, ``", "a`` would start an element that can only end as "a"
+    again; ``", "ba`` starts one that can end anew."""
+    compiled = compile_json_schema(SCHEMAS["short-or-b"], vocab)
+    m = compiled.matcher()
+    for t in _tokens(vocab, '["a'):
+        assert m.advance(t)
+    by_bytes = {b: t for t, b in enumerate(vocab.token_bytes)}
+    assert not m.is_allowed(by_bytes[b'", "a']) and not m.advance(by_bytes[b'", "a'])
+    assert not m.is_allowed(by_bytes[b'", "a"'])
+    assert m.is_allowed(by_bytes[b'", "ba']) and m.is_allowed(by_bytes[b'", "'])
+    assert m.advance(by_bytes[b'", "ba'])
+    # Now "a" and the element being read ("ba...") are taken: a closing quote is fine.
+    assert m.is_allowed(ord('"'))
+
+
+def test_bitmask_rollback_copy_and_reset(vocab: Vocabulary) -> None:
+    compiled = compile_json_schema(SCHEMAS["strings"], vocab)
+    m = compiled.matcher()
+    for t in _tokens(vocab, '["ab", "ab'):
+        assert m.advance(t)
+    bitmask = np.zeros((2, compiled.mask_words), dtype=np.int32)
+    m.fill_bitmask(bitmask, 1)
+    quote = ord('"')
+    assert not (bitmask[1, quote >> 5] >> (quote & 31)) & 1
+    assert quote not in m.allowed_token_ids().tolist()
+    twin = m.copy()
+    m.rollback(1)  # back inside "a...": closing it is a new value
+    assert m.is_allowed(quote) and not twin.is_allowed(quote)
+    assert m.advance(ord("c")) and m.advance(quote)
+    m.reset()
+    assert m.num_advances == 0 and m.allowed_token_ids().tolist() == m.copy().allowed_token_ids().tolist()
+    assert m.advance_bytes(b'["x", "x') and not m.is_allowed(quote)
+    assert not m.advance_bytes(b'"')
+
+
+def test_torch_bitmask(vocab: Vocabulary) -> None:
+    torch = pytest.importorskip("torch")
+    compiled = compile_json_schema(SCHEMAS["strings"], vocab)
+    m = compiled.matcher()
+    assert m.advance_bytes(b'["q", "q')
+    expected = np.zeros((1, compiled.mask_words + 1), dtype=np.int32)
+    m.fill_bitmask(expected, 0)
+    bitmask = torch.full((1, compiled.mask_words + 1), -1, dtype=torch.int32)
+    m.fill_bitmask(bitmask, 0)
+    assert np.array_equal(bitmask.numpy(), expected) and expected[0, -1] == 0
+
+
+@pytest.mark.parametrize(("schema", "reason"), [
+    ({"anyOf": [{"type": "array", "items": {"type": "string"}, "uniqueItems": True},
+                {"type": "null"}]}, "not fixed"),
+    ({"type": "object", "patternProperties": {"^x": {"type": "array", "uniqueItems": True,
+                                                     "items": {"type": "string"}}}},
+     "not fixed"),
+    ({"type": "object", "properties": {"a": {"$ref": "#/$defs/u"}},
+      "$defs": {"u": {"type": "array", "uniqueItems": True, "items": {"type": "string"}}},
+      "not": {"properties": {"a": {"$ref": "#/$defs/u"}}, "required": ["a"]}}, "not fixed"),
+    ({"type": "array", "uniqueItems": True, "contains": {"const": "a"},
+      "items": {"type": "string"}}, "not fixed"),
+    ({"type": "array", "uniqueItems": True, "items": {"type": "object"}}, "not all strings"),
+    ({"type": "array", "uniqueItems": True, "items": {"type": "string", "format": "date"}},
+     "too few values"),
+    ({"type": "array", "uniqueItems": True, "items": {"type": "string", "pattern": "^[ab]$"}},
+     "too few values"),
+])
+def test_arrays_no_guard_can_take_stay_refused(schema: Any, reason: str,
+                                               vocab: Vocabulary) -> None:
+    with pytest.raises(UnsupportedSchemaError, match=reason) as raised:
+        compile_json_schema(schema, vocab)
+    assert raised.value.keyword == "uniqueItems"
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore", ApproximationWarning)
+        compile_json_schema(schema, vocab, lenient=True)  # dropped, as before
+
+
+def test_a_schema_guarded_in_one_place_and_conditional_in_another_is_refused(
+        vocab: Vocabulary) -> None:
+    """The same sub-schema, clean under one key and under an ``anyOf`` under another:
+    the automaton would hold it unguarded there."""
+    schema = {"type": "object",
+              "properties": {"a": {"$ref": "#/$defs/u"},
+                             "b": {"anyOf": [{"$ref": "#/$defs/u"}, {"type": "null"}]}},
+              "$defs": {"u": {"type": "array", "uniqueItems": True, "items": {"type": "string"}}}}
+    with pytest.raises(UnsupportedSchemaError, match="not fixed"):
+        compile_json_schema(schema, vocab)
+
+
+@pytest.mark.parametrize(("element", "enough"), [
+    ({"type": "string"}, True),
+    ({"type": "string", "maxLength": 4}, True),
+    ({"type": "string", "maxLength": 1}, False),  # ~1.1M code points
+    ({"type": "string", "maxLength": 2}, True),
+    ({"type": "string", "pattern": "^a+$"}, True),  # infinite: one value per length
+    ({"type": "string", "pattern": "^[0-9]{8}$"}, True),
+    ({"type": "string", "pattern": "^[0-9]{7}$"}, False),
+    ({"type": ["string", "null"], "maxLength": 5}, True),
+])
+def test_element_languages_must_hold_enough_values(element: Any, enough: bool) -> None:
+    from constrain.json_compiler import Compiler
+    from constrain.json_schema import JsonSchemaOptions
+
+    compiler = Compiler(element, JsonSchemaOptions())
+    typed = compiler.value([compiler.root])
+    assert has_enough_values(typed.expr(), compiler.syn.library) is enough
+
+
+def test_lenient_and_strict_agree_where_guarded(vocab: Vocabulary) -> None:
+    schema = SCHEMAS["strings"]
+    with warnings.catch_warnings():
+        warnings.simplefilter("error")  # nothing dropped: no warning
+        compiled = compile_json_schema(schema, vocab, lenient=True)
+    assert not _accepts(compiled, vocab, '["a", "a"]')
