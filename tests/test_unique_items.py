@@ -265,3 +265,47 @@ def test_lenient_and_strict_agree_where_guarded(vocab: Vocabulary) -> None:
         warnings.simplefilter("error")  # nothing dropped: no warning
         compiled = compile_json_schema(schema, vocab, lenient=True)
     assert not _accepts(compiled, vocab, '["a", "a"]')
+
+
+def test_real_vocabulary_tags(qwen_vocab: Vocabulary, qwen_encoding: Any) -> None:
+    """Qwen's 151k tokens: its own tokenization of valid documents passes step by step,
+    a repeated tag is refused at the token that repeats it, and random walks end valid."""
+    schema = {"type": "object", "required": ["name", "tags"], "additionalProperties": False,
+              "properties": {"name": {"type": "string"},
+                             "tags": {"type": "array", "uniqueItems": True, "maxItems": 6,
+                                      "items": {"type": "string", "minLength": 1,
+                                                "maxLength": 40}}}}
+    compiled = compile_json_schema(schema, qwen_vocab)
+    eos = min(qwen_vocab.eos_token_ids)
+
+    def run(text: str) -> tuple[bool, str]:
+        m = compiled.matcher()
+        done = ""
+        for t in qwen_encoding.encode(text):
+            if not m.is_allowed(t) or not m.advance(t):
+                return False, done
+            done += qwen_encoding.decode([t])
+        return m.is_allowed(eos), done
+
+    for data in ({"name": "x", "tags": ["json", "schema", "JSON", "json schema"]},
+                 {"name": "é", "tags": ["café", "cafe", "caf"]}, {"name": "", "tags": []}):
+        assert run(json.dumps(data, ensure_ascii=False)) == (
+            True, json.dumps(data, ensure_ascii=False))
+    ok, done = run('{"name": "x", "tags": ["json", "schema", "json"]}')
+    assert not ok and done.startswith('{"name": "x", "tags": ["json", "schema", "')
+    assert not run('{"name": "x", "tags": ["json", "\\u006Ason"]}')[0]
+    rng = random.Random(7)
+    for _ in range(6):
+        m = compiled.matcher()
+        out = bytearray()
+        for _ in range(60):
+            allowed = m.allowed_token_ids()
+            assert allowed.size
+            # Short tokens and the tag list's punctuation, so arrays fill and close.
+            short = [t for t in allowed.tolist() if len(qwen_vocab.token_bytes[t] or b"") <= 2]
+            token = rng.choice(short or allowed.tolist())
+            assert m.advance(token)
+            if token == eos:
+                jsonschema.validate(json.loads(out.decode()), schema)
+                break
+            out += qwen_vocab.token_bytes[token]
