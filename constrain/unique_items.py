@@ -28,8 +28,9 @@ That intersection is exact, not only sound, under three conditions the compiler 
 - **Tokens that cross into the next element are simulated.** A token such as ``", "x``
   or ``, null`` ends an element, passes the comma and starts the next, whose prefix must
   be live for the *new* set of used values. Only tokens with a comma followed by more
-  than whitespace can do that (inside a string, only those with a quote before the comma:
-  about twenty in a 151k vocabulary); each one the masks allow is run through the tracker.
+  than whitespace and an opening quote can do that (inside a string, only those with a
+  quote before the comma: a few dozen in a 151k vocabulary); each one the masks allow is
+  run through the tracker.
 
 Arrays the conditions do not cover stay refused (``lenient`` drops the keyword), as before.
 
@@ -100,8 +101,8 @@ _CONDITIONAL = frozenset({
 _ONE_SUB = ("additionalProperties", "additionalItems", "items", "contains", "propertyNames",
             "not", "if", "then", "else", "unevaluatedItems", "unevaluatedProperties")
 _LIST_SUBS = ("allOf", "anyOf", "oneOf", "prefixItems", "items")
-_MAP_SUBS = ("properties", "patternProperties", "dependentSchemas", "dependencies",
-             "$defs", "definitions")
+_MAP_SUBS = ("properties", "patternProperties", "dependentSchemas", "dependencies")
+"""Where a tainted schema's sub-schemas are (definitions are reached through ``$ref``)."""
 
 _TRACE_BUDGET = 20_000
 """Locations a trace visits before giving up (no guard then: the keyword stays refused)."""
@@ -452,8 +453,10 @@ class _TokenIndex:
 
     def __init__(self, vocab: Vocabulary) -> None:
         trie = self._trie = token_trie(vocab)
-        crossing = re.compile(rb',[ \t\n\r]*[^ \t\n\r]')
-        in_string = re.compile(rb'"[ \t\n\r]*,[ \t\n\r]*[^ \t\n\r]')
+        # A comma, then more of the next element than its opening quote: an element that
+        # is only begun is always live (its language has values to spare).
+        crossing = re.compile(rb',[ \t\n\r]*(?:"[\s\S]|[^ \t\n\r"])')
+        in_string = re.compile(rb'"[ \t\n\r]*,[ \t\n\r]*(?:"[\s\S]|[^ \t\n\r"])')
         with_comma = [(s, trie.string_bytes(s)) for s in self._strings_with(0x2C)]
         found = [(s, data) for s, data in with_comma if crossing.search(data)]
         self.crossing = self._ids([s for s, _ in found])
@@ -611,6 +614,10 @@ class UniqueGuards:
     element languages, and the masks they make from the base's."""
 
     _KEPT = 4096
+    # Masks are a vocabulary row each (19 KB for 151k tokens) and guard automata hold rows
+    # of their own: fewer of them; a step's memo key holds its whole text, so they rarely
+    # repeat anyway.
+    _KEPT_BIG = 64
 
     def __init__(self, plan: UniqueItemsPlan, compiled: CompiledConstraint) -> None:
         self.plan = plan
@@ -648,7 +655,7 @@ class UniqueGuards:
             spelled = alt(*(literal_expr(syntax, v, all_spellings=True)
                             for v in sorted(used, key=repr)))
             found = self._automaton(intersect(guard.element(index), complement(spelled)))
-            if len(self._guards) >= self._KEPT:
+            if len(self._guards) >= self._KEPT_BIG:
                 self._guards.clear()
             self._guards[key] = found
         return found
@@ -698,7 +705,7 @@ class UniqueGuards:
                           if not self._keeps(self.feed(track, table[t]))]
                 for token in (*doomed.tolist(), *failed):
                     words[token >> 5] &= np.uint32(~(1 << (token & 31)) & 0xFFFFFFFF)
-        if len(self._masks) >= self._KEPT:
+        if len(self._masks) >= self._KEPT_BIG:
             self._masks.clear()
         self._masks[key] = out
         return out
