@@ -563,9 +563,10 @@ class Compiler:
             self._trace = PathTrace(self)
         path = self._trace.guardable(flat, node)
         if path is None:
-            return ("its place in the document is not fixed by properties and array "
-                    "positions alone (a combinator, condition, contains or pattern key "
-                    "applies at or above it)")
+            return ("its place in the document is not fixed by keys, array positions "
+                    "and single branches (a not, if, dependency, contains, several branches "
+                    "taking arrays or keys split by patterns apply at or above it, or its "
+                    "schema is reached there too)")
         elements = [p.expr() if p.types else NOTHING for p in positions]
         library = self.syn.library
         if not all(e is NOTHING or has_enough_values(e, library, i + 1 if i < len(elements) - 1

@@ -6,20 +6,25 @@ its grammar where elements come from a few listed values (see
 :mod:`constrain.json_arrays`); this module covers arrays of *strings* beyond that. The
 grammar keeps such an array without the keyword, and the compiler records a **guard**: the
 array's element languages. While decoding, :class:`UniqueItemsMatcher` follows the
-document's structure byte by byte, and inside a guarded array it intersects each mask with
-the mask of the current element's own language less the values already used:
+document's structure byte by byte, and inside a guarded array it removes from each mask
+the tokens after which the element being read can only end as a value already used: the
+language it must stay in is ``E ∖ spellings(used)``. Only a text that may still spell a
+used value needs a look (otherwise every ending is new); there liveness is a count of the
+endings ``E`` has left, or else a step of the automaton of ``E ∖ spellings(used)``. The
+tokens a mask may have to lose are few and found in the vocabulary's token trie (see
+:meth:`UniqueGuards.mask`).
 
-    ws · ((E ∖ spellings(used)) · ws)? · [,\\]] · anything
-
-That intersection is exact, not only sound, under three conditions the compiler checks
+That is exact, not only sound, under three conditions the compiler checks
 (:meth:`PathTrace.guardable` and :func:`has_enough_values`):
 
-- **The element language is the automaton's own.** The array sits where the schema alone
-  fixes it: reached from the root through ``properties`` (listed keys) and array positions
-  only, with no combinator, condition, ``contains`` or ``propertyNames`` at it or above it,
-  and its sub-schema is reached nowhere else. Then the base automaton, inside element
-  ``i``, continues with exactly the completions of ``E_i`` followed by what follows any
-  element ``i``; a completion the guard keeps is one the base keeps.
+- **The element language is the automaton's own.** The array sits where the text tells
+  its place: reached from the root through listed keys, the unlisted keys of an object
+  whose unlisted keys fall in one region, array positions, and ``anyOf``/``oneOf``
+  branches where one branch takes arrays (and objects, or ``anyOf`` branches agree on
+  them); no ``not``, ``if``, dependency, ``contains`` or ``propertyNames`` at it or
+  above it, and its sub-schema reached nowhere else. Then the base automaton, inside
+  element ``i``, continues with exactly the completions of ``E_i`` followed by what
+  follows any element ``i``; a completion the guard keeps is one the base keeps.
 - **Fresh values never run out.** The language of every later element holds at least
   2**24 values (counted on spellings without a backslash, which spell distinct values),
   more than any decoding run has tokens; that of element ``i`` of a tuple (``prefixItems``)
@@ -108,6 +113,9 @@ _TRACE_BUDGET = 20_000
 """Locations a trace visits before giving up (no guard then: the keyword stays refused)."""
 
 
+_UNLISTED = object()
+
+
 @dataclass(eq=False)
 class UniqueGuard:
     """The element languages of one guarded array (JSON strings, booleans, null)."""
@@ -123,12 +131,20 @@ class UniqueGuard:
 @dataclass(eq=False)
 class PathNode:
     """The places a value can be in the document, as far as guards care: the value of a
-    listed key, the element at a position, the guard of an array here."""
+    listed key or of any other key, the element at a position, the guard of an array
+    here."""
 
-    keys: dict[str, PathNode] = field(default_factory=dict)
+    keys: dict[str, PathNode | None] = field(default_factory=dict)
+    other: PathNode | None = None
+    array: PathNode | None = None
+    """Where arrays here are another place's (an ``anyOf``/``oneOf`` branch's)."""
     positions: list[PathNode] = field(default_factory=list)
     rest: PathNode | None = None
     guard: UniqueGuard | None = None
+
+    def member(self, key: str) -> PathNode | None:
+        found = self.keys.get(key, _UNLISTED)
+        return self.other if found is _UNLISTED else found  # type: ignore[return-value]
 
     def element(self, index: int) -> PathNode | None:
         return self.positions[index] if index < len(self.positions) else self.rest
@@ -163,7 +179,7 @@ class PathTrace:
         ``unique``) may be guarded, or ``None``."""
         if not self.complete or id(unique.schema) in self.tainted:
             return None
-        return self.nodes.get(tuple(n.key for n in flat))
+        return self.nodes.get(_key(flat))
 
     def plan(self, syntax: JsonSyntax) -> UniqueItemsPlan | None:
         """The guards registered, with the path nodes leading to none of them pruned;
@@ -179,13 +195,16 @@ class PathTrace:
                     live.add(id(n))
                     changed = True
         for n in self.nodes.values():
-            n.keys = {k: c for k, c in n.keys.items() if id(c) in live}
+            # A listed key stays (as None) so that it is never read as an unlisted one.
+            n.keys = {k: c if c is not None and id(c) in live else None
+                      for k, c in n.keys.items()}
             n.positions = [c if id(c) in live else _DEAD_END for c in n.positions]
-            if n.positions and n.positions[-1] is _DEAD_END and not n.keys:
-                while n.positions and n.positions[-1] is _DEAD_END:
-                    n.positions.pop()
             if n.rest is not None and id(n.rest) not in live:
                 n.rest = None
+            if n.other is not None and id(n.other) not in live:
+                n.other = None
+            if n.array is not None and id(n.array) not in live:
+                n.array = None
         return UniqueItemsPlan(self.root, syntax)
 
     # -- the walk ----------------------------------------------------------------------
@@ -197,48 +216,129 @@ class PathTrace:
         return self.complete
 
     def _trace(self, root: list[Node]) -> PathNode:
-        compiler = self._compiler
-        keywords = compiler.dialect.keywords
-        first = self.nodes[tuple(n.key for n in root)] = PathNode()
-        todo = [(root, first)]
-        while todo and self._spend():
-            flat, node = todo.pop()
-            conditional = any(k in n.schema and k not in n.skip and k in keywords
-                              for n in flat if isinstance(n.schema, dict) for k in _CONDITIONAL)
-            if conditional:
-                for n in flat:
-                    self._taint(n)
-                continue
+        first = self.nodes[_key(root)] = PathNode()
+        self._todo: list[tuple[list[Node], PathNode]] = [(root, first)]
+        while self._todo and self._spend():
+            flat, node = self._todo.pop()
+            self._place(flat, node)
+        return first
 
-            def clean(nodes: list[Node]) -> PathNode | None:
+    def _place(self, flat: list[Node], node: PathNode) -> None:
+        """Fill ``node``, the place of the values satisfying ``flat``, with its children."""
+        compiler = self._compiler
+        alternatives = self._alternatives(flat)
+        if alternatives is None:
+            for n in flat:
+                self._taint(n)
+            return
+        flats, exclusive = alternatives
+        objects = [a for a in flats if "object" in compiler._possible_types(a)]
+        arrays = [a for a in flats if "array" in compiler._possible_types(a)]
+        members = self._members(objects)
+        # One array language here, and objects' members that agree in every alternative
+        # (a oneOf's objects from one branch: overlapping ones are cut by the others).
+        if len(arrays) > 1 or members is None or (exclusive and len(objects) > 1):
+            for n in flat:
+                self._taint(n)
+            return
+        listed, unlisted = members
+        node.keys.update((k, self._clean(nodes)) for k, nodes in listed.items())
+        node.other = self._clean(unlisted) if unlisted is not None else None
+        if arrays and arrays[0] is not flat:
+            # Arrays here are the branch's: the place the compiler lowers them as (and
+            # registers a guard on).
+            node.array = self._clean(arrays[0])
+        elif arrays:
+            spec = ArraySpec.merge(flat)
+            for i in range(spec.prefix_length):
+                node.positions.append(self._clean(spec.position_nodes(i)) or _DEAD_END)
+            node.rest = self._clean(spec.position_nodes(spec.prefix_length))
+
+    def _clean(self, nodes: list[Node]) -> PathNode | None:
+        """The path node of the place whose values satisfy ``nodes`` (``None``: none can)."""
+        child = self._compiler._flatten(nodes)
+        if child is None:
+            return None
+        key = _key(child)
+        found = self.nodes.get(key)
+        if found is None:
+            found = self.nodes[key] = PathNode()
+            self._todo.append((child, found))
+        return found
+
+    def _members(self, objects: list[list[Node]]
+                 ) -> tuple[dict[str, list[Node]], list[Node] | None] | None:
+        """The schemas of each listed key's value and of any unlisted key's value where
+        ``objects`` (the alternatives of one place) agree on them; ``None`` where they do
+        not, or where unlisted keys fall in several regions (each key's value then depends
+        on the patterns it matches)."""
+        compiler = self._compiler
+        listed: dict[str, list[Node]] = {}
+        unlisted: list[Node] | None = None
+        for flat in objects:
+            spec = ObjectSpec.merge(flat, compiler.options.strict_additional_properties)
+            if spec.names:
+                return None
+            matches = compiler._key_matcher(False)
+            for key in spec.listed_keys():
+                nodes = spec.value_nodes(key, matches)
                 child = compiler._flatten(nodes)
                 if child is None:
+                    continue  # this alternative forbids the key
+                if key in listed and _key(compiler._flatten(listed[key]) or []) != _key(child):
                     return None
-                key = tuple(n.key for n in child)
-                found = self.nodes.get(key)
-                if found is None:
-                    found = self.nodes[key] = PathNode()
-                    todo.append((child, found))
-                return found
+                listed[key] = nodes
+            regions = (spec.regions(compiler._patterns_overlap)
+                       if spec.patterns or spec.additional else [])
+            if regions is None:
+                return None
+            live = [spec.region_nodes(r) for r in regions]
+            live = [nodes for nodes in live if compiler._flatten(nodes) is not None]
+            if len(live) > 1:
+                return None
+            if live:
+                if unlisted is not None and _key(compiler._flatten(unlisted) or []) != _key(
+                        compiler._flatten(live[0]) or []):
+                    return None
+                unlisted = live[0]
+        return listed, unlisted
 
-            objects = ObjectSpec.merge(flat, compiler.options.strict_additional_properties)
-            matches = compiler._key_matcher(False)
-            for key in objects.listed_keys():
-                child = clean(objects.value_nodes(key, matches))
-                if child is not None:
-                    node.keys[key] = child
-            for pattern_nodes in objects.patterns.values():
-                for n in pattern_nodes:
-                    self._taint(n)
-            for extra in objects.additional:
-                self._taint(extra.node)
-            for n in objects.names:
-                self._taint(n)
-            arrays = ArraySpec.merge(flat)
-            for i in range(arrays.prefix_length):
-                node.positions.append(clean(arrays.position_nodes(i)) or _DEAD_END)
-            node.rest = clean(arrays.position_nodes(arrays.prefix_length))
-        return first
+    def _alternatives(self, flat: list[Node]) -> tuple[list[list[Node]], bool] | None:
+        """The flats the compiler lowers this place as: ``flat`` itself, or where it has
+        ``anyOf``/``oneOf`` (and no other condition), each branch merged with the rest, as
+        :mod:`constrain.json_combinators` merges them; and whether a ``oneOf`` was among
+        them. ``None`` where the place is conditional otherwise."""
+        compiler = self._compiler
+        keywords = compiler.dialect.keywords
+        found = {k for n in flat if isinstance(n.schema, dict) for k in _CONDITIONAL
+                 if k in n.schema and k not in n.skip and k in keywords}
+        if not found:
+            return [flat], False
+        if not found <= {"anyOf", "oneOf"}:
+            return None
+        combinators = compiler.combinators
+        if combinators._product(flat) > compiler.options.max_branch_product:
+            return None
+        for keyword in ("anyOf", "oneOf"):  # the compiler's order (GROUP_KEYWORDS)
+            for node in flat:
+                if not node.has(keyword):
+                    continue
+                rest = combinators._rest(flat, node, keyword)
+                branches = ((combinators._first_present(rest, node) if keyword == "anyOf"
+                             else None) or combinators._branches(node, keyword))
+                out: list[list[Node]] = []
+                exclusive = keyword == "oneOf"
+                for branch in branches:
+                    merged = compiler._flatten([*rest, branch])
+                    if merged is None:
+                        continue
+                    deeper = self._alternatives(merged)
+                    if deeper is None:
+                        return None
+                    out.extend(deeper[0])
+                    exclusive = exclusive or deeper[1]
+                return out, exclusive
+        return [flat], False
 
     def _taint(self, node: Node) -> None:
         todo = [node]
@@ -254,11 +354,16 @@ class PathTrace:
             todo.extend(_sub_nodes(n))
 
 
+def _key(flat: list[Node]) -> tuple[Any, ...]:
+    return tuple(n.key for n in flat)
+
+
 def _children(node: PathNode) -> Iterator[PathNode]:
-    yield from node.keys.values()
+    yield from (c for c in node.keys.values() if c is not None)
     yield from node.positions
-    if node.rest is not None:
-        yield node.rest
+    for c in (node.rest, node.other, node.array):
+        if c is not None:
+            yield c
 
 
 _DEAD_END = PathNode()
@@ -794,7 +899,7 @@ class UniqueGuards:
                         top = stack[-1][1]
                         pending = None
                         if top is not None and text is not None:
-                            pending = top.keys.get(json.loads(b'"' + text + b'"'))
+                            pending = top.member(json.loads(b'"' + text + b'"'))
                         mode, text = _COLON, None
                     else:
                         if region is not None and text is not None:
@@ -831,6 +936,8 @@ class UniqueGuards:
                     stack = (*stack, (False, pending, 0))
                     mode, pending = _KEY_NEXT, None
                 elif b == 0x5B:  # [
+                    if pending is not None and pending.array is not None:
+                        pending = pending.array
                     stack = (*stack, (True, pending, 0))
                     if pending is not None and pending.guard is not None:
                         region = (pending.guard, 0, frozenset(), _NO_VALUE)

