@@ -100,8 +100,9 @@ _CONDITIONAL = frozenset({
     "dependentRequired", "contains", "propertyNames", "enum", "const", "unevaluatedItems",
     "unevaluatedProperties", "$dynamicRef", "$recursiveRef",
 })
-"""Keywords after which the compiler may lower a location's sub-schemas merged with others
-(or not at all): nothing at or below such a location is guarded."""
+"""Keywords under which the compiler may lower a place's sub-schemas merged with others, or
+not at all. Of them only ``anyOf``/``oneOf`` are followed (:meth:`PathTrace._alternatives`);
+nothing at or below a place with another is guarded."""
 
 _ONE_SUB = ("additionalProperties", "additionalItems", "items", "contains", "propertyNames",
             "not", "if", "then", "else", "unevaluatedItems", "unevaluatedProperties")
@@ -112,8 +113,8 @@ _MAP_SUBS = ("properties", "patternProperties", "dependentSchemas", "dependencie
 _TRACE_BUDGET = 20_000
 """Locations a trace visits before giving up (no guard then: the keyword stays refused)."""
 
-
 _UNLISTED = object()
+"""What :meth:`PathNode.member` finds for a key the schema does not list."""
 
 
 @dataclass(eq=False)
@@ -143,10 +144,12 @@ class PathNode:
     guard: UniqueGuard | None = None
 
     def member(self, key: str) -> PathNode | None:
+        """The place of ``key``'s value (``None``: nothing guarded there)."""
         found = self.keys.get(key, _UNLISTED)
         return self.other if found is _UNLISTED else found  # type: ignore[return-value]
 
     def element(self, index: int) -> PathNode | None:
+        """The place of element ``index`` (``None``: nothing guarded there)."""
         return self.positions[index] if index < len(self.positions) else self.rest
 
 
@@ -159,10 +162,11 @@ class UniqueItemsPlan:
 
 
 class PathTrace:
-    """Where each sub-schema of a document applies, as the compiler lowers it: the
-    locations reached from the root through listed keys and array positions (*clean*), and
-    every schema reached anywhere else (*tainted*: under a combinator, a condition, a
-    pattern or additional key, ``contains``...)."""
+    """Where each sub-schema of a document applies, as the compiler lowers it: the places
+    the matcher can tell from the text (*followed*: see :meth:`_place`), each a
+    :class:`PathNode` keyed by the schemas the compiler lowers it from, and every schema
+    reached anywhere else (*tainted*: under ``not``, ``if``, a dependency, ``contains``,
+    keys split by patterns, overlapping branches...)."""
 
     def __init__(self, compiler: Compiler) -> None:
         self._compiler = compiler
