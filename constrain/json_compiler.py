@@ -511,7 +511,8 @@ class Compiler:
                 continue
             conjuncts.append(counted_array(self.syn, other.expr(), mine.expr(), c.low, c.high))
         if spec.unique is not None and (spec.max_items is None or spec.max_items > 1):
-            unique = self._unique(flat, spec.unique, [*positions, rest], elements, negative)
+            unique = self._unique(flat, spec.unique, [*positions, rest], elements, negative,
+                                  spec.max_items)
             if unique is not None:
                 conjuncts.extend(unique)
         if len(conjuncts) == 1:
@@ -525,12 +526,12 @@ class Compiler:
             return base
 
     def _unique(self, flat: list[Node], node: Node, positions: list[Typed], elements: Typed,
-                negative: bool) -> list[Expr] | None:
+                negative: bool, max_items: int | None) -> list[Expr] | None:
         """The conjuncts that keep the elements distinct (none where a guard does it while
         decoding, see :mod:`constrain.unique_items`); ``None`` where refused leniently."""
         pointer = node.pointer + "/uniqueItems"
         if elements.values is None:
-            why = self._guard_unique(flat, node, positions, negative)
+            why = self._guard_unique(flat, node, positions, negative, max_items)
             if why is None:
                 return []
             self.refuse("uniqueItems", pointer, "exact only when every element comes from a "
@@ -542,17 +543,22 @@ class Compiler:
         for v in elements.values:
             values.setdefault(canonical(v), v)
         if len(values) > self.options.max_unique_values:
+            why = self._guard_unique(flat, node, positions, negative, max_items)
+            if why is None:
+                return []
             self.refuse("uniqueItems", pointer, f"{len(values)} possible element values "
-                        f"(max_unique_values={self.options.max_unique_values})", negative)
+                        f"(max_unique_values={self.options.max_unique_values}), and no guard "
+                        f"while decoding: {why}", negative)
             return None
         texts = {k: literal_expr(self.syn, v, all_spellings=True) for k, v in values.items()}
         return [counted_array(self.syn, alt(*(e for j, e in texts.items() if j != k)), texts[k],
                               0, 1) for k in texts]
 
     def _guard_unique(self, flat: list[Node], node: Node, positions: list[Typed],
-                      negative: bool) -> str | None:
+                      negative: bool, max_items: int | None) -> str | None:
         """Register a guard for the array ``flat`` (``positions``: its element languages,
-        the last for every later element); ``None`` if done, else why not."""
+        the last for every later element; at most ``max_items`` elements); ``None`` if
+        done, else why not."""
         from .unique_items import MIN_VALUES, PathTrace, UniqueGuard, has_enough_values
 
         if negative:
@@ -569,10 +575,19 @@ class Compiler:
                     "schema is reached there too)")
         elements = [p.expr() if p.types else NOTHING for p in positions]
         library = self.syn.library
-        if not all(e is NOTHING or has_enough_values(e, library, i + 1 if i < len(elements) - 1
-                                                     else MIN_VALUES)
-                   for i, e in enumerate(elements)):
-            return "its elements have too few values to always leave a new one"
+        # Element i starts with i values used: a tuple's position i needs i + 1 values,
+        # later elements as many as the array may hold (2**24: more than a run's tokens).
+        later = MIN_VALUES if max_items is None else min(MIN_VALUES, max_items)
+        for i, (typed, expr) in enumerate(zip(positions, elements)):
+            needed = i + 1 if i < len(elements) - 1 else later
+            if expr is NOTHING:
+                continue
+            if typed.values is not None:
+                enough = len({canonical(v) for v in typed.values}) >= needed
+            else:
+                enough = has_enough_values(expr, library, needed)
+            if not enough:
+                return "its elements have too few values to always leave a new one"
         path.guard = UniqueGuard(tuple(elements[:-1]), elements[-1], node.pointer)
         return None
 

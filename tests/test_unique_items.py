@@ -113,6 +113,11 @@ SCHEMAS = {
                                      "b": {"anyOf": [{"type": "string"}, {"$ref": "#/$defs/u"}]}},
                       "$defs": {"u": {"type": "array", "uniqueItems": True,
                                       "items": {"type": "string", "minLength": 1}}}},
+    # Fewer values than a run could use up, but more than the array may hold.
+    "big-enum": {"type": "array", "uniqueItems": True, "maxItems": 4,
+                 "items": {"enum": [f"v{i}" for i in range(40)] + [None]}},
+    "short-bounded": {"type": "array", "uniqueItems": True, "maxItems": 3,
+                      "items": {"type": "string", "maxLength": 1}},
     "map": {"type": "object",
             "properties": {"fixed": {"type": "array", "items": {"type": "string"}}},
             "additionalProperties": {"type": "array", "uniqueItems": True,
@@ -160,6 +165,8 @@ def test_walks_end_valid_and_never_stall(name: str, vocab: Vocabulary) -> None:
     ("string-or-list", ['"a"', '["a", "b"]'], ['["a", "a"]']),
     ("shared-branch", ['{"a": ["x"], "b": ["x", "y"]}', '{"b": "x"}'],
      ['{"b": ["x", "x"]}', '{"a": ["y", "y"], "b": []}']),
+    ("big-enum", ['["v1", "v10", null, "v0"]'], ['["v1", "v1"]', '[null, "v3", null]']),
+    ("short-bounded", ['["a", "b", ""]', '["é", "\\u00e8"]'], ['["a", "a"]', '["", "b", ""]']),
     ("map", ['{"fixed": ["a", "a"], "x": ["a", "b"], "y": []}'],
      ['{"x": ["a", "a"]}', '{"fixed": [], "\\u0078": ["b", "b"]}']),
     ("first-present", ['{"b": "", "tags": ["a", "b"]}', '{"tags": ["a"], "a": "x"}'],
@@ -254,6 +261,10 @@ def test_torch_bitmask(vocab: Vocabulary) -> None:
      "too few values"),
     ({"type": "array", "uniqueItems": True, "items": {"type": "string", "pattern": "^[ab]$"}},
      "too few values"),
+    ({"type": "array", "uniqueItems": True, "items": {"enum": [f"v{i}" for i in range(40)]}},
+     "40 possible element values .* too few values"),
+    ({"type": "array", "uniqueItems": True, "maxItems": 41,
+      "items": {"enum": [f"v{i}" for i in range(40)]}}, "too few values"),
 ])
 def test_arrays_no_guard_can_take_stay_refused(schema: Any, reason: str,
                                                vocab: Vocabulary) -> None:
