@@ -25,11 +25,12 @@ That is exact, not only sound, under three conditions the compiler checks
   above it, and its sub-schema reached nowhere else. Then the base automaton, inside
   element ``i``, continues with exactly the completions of ``E_i`` followed by what
   follows any element ``i``; a completion the guard keeps is one the base keeps.
-- **Fresh values never run out.** The language of every later element holds at least
-  2**24 values (counted on spellings without a backslash, which spell distinct values),
-  more than any decoding run has tokens; that of element ``i`` of a tuple (``prefixItems``)
-  at least ``i + 1``, more than the elements before it can use up. So the array can always
-  take a new element where its schema allows one.
+- **Fresh values never run out.** The language of every later element holds as many
+  values as the array may hold (``maxItems``), or at least 2**24 (counted on spellings
+  without a backslash, which spell distinct values), more than any decoding run has
+  tokens; that of element ``i`` of a tuple (``prefixItems``) at least ``i + 1``, more than
+  the elements before it can use up. So the array can always take a new element where its
+  schema allows one.
 - **Tokens that cross into the next element are simulated.** A token such as ``", "x``
   or ``, null`` ends an element, passes the comma and starts the next, whose prefix must
   be live for the *new* set of used values. Only tokens with a comma followed by more
