@@ -173,9 +173,13 @@ class CompiledConstraint:
         and the masks, plans and steps it memoized (cheap: :mod:`constrain.cache` asks
         at every compile to keep its total bounded)."""
         automaton = self.automaton
+        guards = 0
+        if self._unique is not None:
+            rows, states = self._unique.held()
+            guards = rows + states * _STATE_BYTES
         return (automaton.num_states * _STATE_BYTES + len(automaton.terms) * _TERM_BYTES
                 + self._masks.memory_estimate() + len(self._steps) * _STEP_ENTRY_BYTES
-                + len(self._torch_masks) * 4 * self._masks.words)
+                + len(self._torch_masks) * 4 * self._masks.words + guards)
 
     def info(self) -> CompileInfo:
         """Sizes of what has been built so far."""

@@ -741,6 +741,15 @@ class UniqueGuards:
         self._candidates: dict[tuple[bytes, int, bool], tuple[np.ndarray, np.ndarray]] = {}
         self._masks: dict[tuple[int, _Track], np.ndarray] = {}
 
+    def held(self) -> tuple[int, int]:
+        """What the guards hold now: bytes of masks and candidate lists, and automaton
+        states (for :meth:`CompiledConstraint.memory_estimate
+        <constrain.compiler.CompiledConstraint.memory_estimate>`)."""
+        rows = sum(m.nbytes for m in self._masks.values())
+        rows += sum(d.nbytes + c.nbytes for d, c in self._candidates.values())
+        states = sum(a.num_states for a in (*self._elements.values(), *self._guards.values()))
+        return rows, states
+
     # -- languages -----------------------------------------------------------------------
 
     def _automaton(self, expr: Expr) -> Automaton:

@@ -222,6 +222,24 @@ def test_bitmask_rollback_copy_and_reset(vocab: Vocabulary) -> None:
     assert not m.advance_bytes(b'"')
 
 
+def test_memory_estimate_counts_what_guards_hold(vocab: Vocabulary) -> None:
+    compiled = compile_json_schema(SCHEMAS["short-or-b"], vocab)
+    m = compiled.matcher()
+    for t in _tokens(vocab, '["a", "b", "ba'):
+        assert m.advance(t)
+        m.allowed_token_ids()
+    guards = compiled._unique
+    assert guards is not None
+    rows, states = guards.held()
+    assert rows > 0 and states > 0
+    compiled._unique = None  # the same constraint's estimate without them
+    try:
+        without = compiled.memory_estimate()
+    finally:
+        compiled._unique = guards
+    assert compiled.memory_estimate() - without >= rows + states
+
+
 def test_torch_bitmask(vocab: Vocabulary) -> None:
     torch = pytest.importorskip("torch")
     compiled = compile_json_schema(SCHEMAS["strings"], vocab)
