@@ -231,23 +231,21 @@ class PathTrace:
     def _place(self, flat: list[Node], node: PathNode) -> None:
         """Fill ``node``, the place of the values satisfying ``flat``, with its children."""
         compiler = self._compiler
-        alternatives = self._alternatives(flat)
-        if alternatives is None:
+        flats = self._alternatives(flat)
+        if flats is None:
             for n in flat:
                 self._taint(n)
             return
-        flats, exclusive = alternatives
         objects = [a for a in flats if "object" in compiler._possible_types(a)]
         arrays = [a for a in flats if "array" in compiler._possible_types(a)]
-        members = self._members(objects)
-        # One array language here, and objects' members that agree in every alternative
-        # (a oneOf's objects from one branch: overlapping ones are cut by the others).
-        if len(arrays) > 1 or members is None or (exclusive and len(objects) > 1):
+        members = self._members(objects) if len(arrays) <= 1 else None
+        if members is None:
             for n in flat:
                 self._taint(n)
             return
         listed, unlisted = members
-        node.keys.update((k, self._clean(nodes)) for k, nodes in listed.items())
+        node.keys.update((k, None if nodes is None else self._clean(nodes))
+                         for k, nodes in listed.items())
         node.other = self._clean(unlisted) if unlisted is not None else None
         if arrays and arrays[0] is not flat:
             # Arrays here are the branch's: the place the compiler lowers them as (and
@@ -272,53 +270,73 @@ class PathTrace:
         return found
 
     def _members(self, objects: list[list[Node]]
-                 ) -> tuple[dict[str, list[Node]], list[Node] | None] | None:
-        """The schemas of each listed key's value and of any unlisted key's value where
-        ``objects`` (the alternatives of one place) agree on them; ``None`` where they do
-        not, or where unlisted keys fall in several regions (each key's value then depends
-        on the patterns it matches)."""
+                 ) -> tuple[dict[str, list[Node] | None], list[Node] | None] | None:
+        """The schemas of each listed key's value, and of any unlisted key's value, as
+        far as ``objects`` (the alternatives of one place) let the text tell them; ``None``
+        where keys are constrained as a set (``propertyNames``).
+
+        A key is followed only where every alternative that allows it gives its value the
+        same schemas, whether the alternative lists the key or takes it as an unlisted
+        one; then a value that must hold in one holds in all of them, whichever branch the
+        document is valid in (a ``oneOf`` too). Elsewhere the key (or every unlisted key,
+        where they split into regions by patterns or the alternatives disagree) is not
+        followed, and what its value's schemas reach is tainted: nothing there is guarded.
+        """
         compiler = self._compiler
-        listed: dict[str, list[Node]] = {}
-        unlisted: list[Node] | None = None
-        for flat in objects:
-            spec = ObjectSpec.merge(flat, compiler.options.strict_additional_properties)
-            if spec.names:
-                return None
-            matches = compiler._key_matcher(False)
-            for key in spec.listed_keys():
-                nodes = spec.value_nodes(key, matches)
-                child = compiler._flatten(nodes)
-                if child is None:
-                    continue  # this alternative forbids the key
-                if key in listed and _key(compiler._flatten(listed[key]) or []) != _key(child):
-                    return None
-                listed[key] = nodes
+        specs = [ObjectSpec.merge(flat, compiler.options.strict_additional_properties)
+                 for flat in objects]
+        if any(spec.names for spec in specs):
+            return None
+        matches = compiler._key_matcher(False)
+        keys = dict.fromkeys(k for spec in specs for k in spec.listed_keys())
+        # A key listed somewhere but not followed maps to None: never read as unlisted.
+        listed: dict[str, list[Node] | None] = {}
+        for key in keys:
+            values = [spec.value_nodes(key, matches) for spec in specs]
+            allowed = [nodes for nodes in values if compiler._flatten(nodes) is not None]
+            listed[key] = allowed[0] if allowed and self._agree(values) else None
+        unlisted: list[list[Node]] = []
+        for spec in specs:
             regions = (spec.regions(compiler._patterns_overlap)
                        if spec.patterns or spec.additional else [])
             if regions is None:
-                return None
-            live = [spec.region_nodes(r) for r in regions]
-            live = [nodes for nodes in live if compiler._flatten(nodes) is not None]
-            if len(live) > 1:
-                return None
-            if live:
-                if unlisted is not None and _key(compiler._flatten(unlisted) or []) != _key(
-                        compiler._flatten(live[0]) or []):
-                    return None
-                unlisted = live[0]
-        return listed, unlisted
+                for nodes in spec.patterns.values():
+                    for n in nodes:
+                        self._taint(n)
+                for extra in spec.additional:
+                    self._taint(extra.node)
+                return listed, None
+            unlisted.extend(spec.region_nodes(r) for r in regions)
+            if not regions:
+                unlisted.append([])  # no pattern, no additionalProperties: anything
+        if not self._agree(unlisted):
+            return listed, None
+        live = [nodes for nodes in unlisted if compiler._flatten(nodes)]  # [] holds nothing
+        return listed, live[0] if live else None
 
-    def _alternatives(self, flat: list[Node]) -> tuple[list[list[Node]], bool] | None:
+    def _agree(self, values: list[list[Node]]) -> bool:
+        """Whether the schemas of one value in each alternative are one place wherever
+        they allow a value at all; if not, what they reach is tainted."""
+        compiler = self._compiler
+        flats = [compiler._flatten(nodes) for nodes in values]
+        if len({_key(f) for f in flats if f is not None}) <= 1:
+            return True
+        for nodes in values:
+            for n in nodes:
+                self._taint(n)
+        return False
+
+    def _alternatives(self, flat: list[Node]) -> list[list[Node]] | None:
         """The flats the compiler lowers this place as: ``flat`` itself, or where it has
         ``anyOf``/``oneOf`` (and no other condition), each branch merged with the rest, as
-        :mod:`constrain.json_combinators` merges them; and whether a ``oneOf`` was among
-        them. ``None`` where the place is conditional otherwise."""
+        :mod:`constrain.json_combinators` merges them. ``None`` where the place is
+        conditional otherwise."""
         compiler = self._compiler
         keywords = compiler.dialect.keywords
         found = {k for n in flat if isinstance(n.schema, dict) for k in _CONDITIONAL
                  if k in n.schema and k not in n.skip and k in keywords}
         if not found:
-            return [flat], False
+            return [flat]
         if not found <= {"anyOf", "oneOf"}:
             return None
         combinators = compiler.combinators
@@ -332,7 +350,6 @@ class PathTrace:
                 branches = ((combinators._first_present(rest, node) if keyword == "anyOf"
                              else None) or combinators._branches(node, keyword))
                 out: list[list[Node]] = []
-                exclusive = keyword == "oneOf"
                 for branch in branches:
                     merged = compiler._flatten([*rest, branch])
                     if merged is None:
@@ -340,10 +357,9 @@ class PathTrace:
                     deeper = self._alternatives(merged)
                     if deeper is None:
                         return None
-                    out.extend(deeper[0])
-                    exclusive = exclusive or deeper[1]
-                return out, exclusive
-        return [flat], False
+                    out.extend(deeper)
+                return out
+        return [flat]
 
     def _taint(self, node: Node) -> None:
         todo = [node]
