@@ -18,7 +18,7 @@ import numpy as np
 import pytest
 
 from constrain import Vocabulary, compile_json_schema
-from constrain.errors import UnsupportedSchemaError
+from constrain.errors import GrammarError, ResourceLimitError, UnsupportedSchemaError
 from constrain.json_schema import ApproximationWarning
 from constrain.unique_items import UniqueItemsMatcher, has_enough_values
 
@@ -474,3 +474,85 @@ def test_random_schemas_guarded_or_refused(vocab: Vocabulary) -> None:
             if text is not None:
                 jsonschema.validate(json.loads(text), schema)
     assert guarded >= 5
+
+
+_U = {"$ref": "#/$defs/u"}
+
+
+def _random_member(rng: random.Random) -> Any:
+    return rng.choice([_U, _U, {"type": "array", "items": {"type": "string"}, "maxItems": 3},
+                       {"type": "string", "maxLength": 2}, {"type": "null"}, True])
+
+
+def _random_object(rng: random.Random, depth: int) -> dict[str, Any]:
+    keys = rng.sample(["a", "b", "c"], rng.randint(0, 2))
+    obj: dict[str, Any] = {"type": "object", "maxProperties": 3, "properties": {
+        k: _random_branches(rng, depth - 1) if depth > 0 and rng.random() < 0.25
+        else _random_member(rng) for k in keys}}
+    x = rng.random()
+    if x < 0.3:
+        obj["additionalProperties"] = False
+    elif x < 0.5:
+        obj["additionalProperties"] = _random_member(rng)
+    elif x < 0.7:
+        obj["patternProperties"] = {"^x": _random_member(rng)}
+        if rng.random() < 0.5:
+            obj["additionalProperties"] = rng.choice([False, _random_member(rng)])
+    if keys and rng.random() < 0.3:
+        obj["required"] = [rng.choice(keys)]
+    return obj
+
+
+def _random_branches(rng: random.Random, depth: int) -> dict[str, Any]:
+    """anyOf/oneOf over objects that list different keys, take them as unlisted ones or
+    forbid them, sometimes discriminated by a const, sometimes with shared siblings."""
+    keyword = rng.choice(["anyOf", "oneOf", "anyOf"])
+    branches = [_random_object(rng, depth) for _ in range(rng.randint(2, 3))]
+    if keyword == "oneOf" and rng.random() < 0.6:
+        for i, branch in enumerate(branches):
+            branch["properties"]["kind"] = {"const": i}
+            branch.setdefault("required", []).append("kind")
+    out: dict[str, Any] = {keyword: branches}
+    if rng.random() < 0.4:
+        out.update(_random_object(rng, depth))
+    return out
+
+
+def _random_instance(rng: random.Random, depth: int) -> Any:
+    r = rng.random()
+    if depth <= 0 or r < 0.35:
+        return rng.choice(["a", "", None, ["a", "a"], ["a", "b"], [], ["b"], 0, 1])
+    if r < 0.55:
+        return [rng.choice(["a", "b", ""]) for _ in range(rng.randint(0, 3))]
+    keys = rng.sample(["a", "b", "c", "x", "xa", "y", "kind"], rng.randint(0, 3))
+    return {k: rng.choice([0, 1, 2]) if k == "kind" else _random_instance(rng, depth - 1)
+            for k in keys}
+
+
+def test_branches_over_objects_accept_exactly_what_jsonschema_does(vocab: Vocabulary) -> None:
+    """Random anyOf/oneOf over objects holding unique arrays under listed, unlisted and
+    pattern keys: every compiled schema accepts an instance iff jsonschema validates it
+    (a branch taking a guarded key as an unlisted one once made valid documents refused)."""
+    guarded = checked = 0
+    for seed in range(160):
+        rng = random.Random(seed)
+        schema = {**_random_branches(rng, 2), "$defs": {"u": {
+            "type": "array", "uniqueItems": True, "maxItems": 4,
+            "items": {"type": "string", "maxLength": 3}}}}
+        validator = jsonschema.Draft202012Validator(schema)
+        instances = random.Random(seed * 7919)
+        try:
+            compiled = compile_json_schema(schema, vocab)
+        except (UnsupportedSchemaError, ResourceLimitError):  # oneOf products can be big
+            continue
+        except GrammarError:  # no instance is valid (checked on the random ones)
+            assert not any(validator.is_valid(_random_instance(instances, 3))
+                           for _ in range(60)), schema
+            continue
+        guarded += isinstance(compiled.matcher(), UniqueItemsMatcher)
+        for _ in range(60):
+            value = _random_instance(instances, 3)
+            text = json.dumps(value)
+            assert _accepts(compiled, vocab, text) == validator.is_valid(value), (text, schema)
+            checked += 1
+    assert guarded >= 5 and checked >= 2000
