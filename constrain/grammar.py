@@ -51,6 +51,7 @@ __all__ = [
     "intersect",
     "intersect_ranges",
     "literal",
+    "may_read",
     "normalize_ranges",
     "only_utf8",
     "optional",
@@ -477,6 +478,43 @@ def only_utf8(expr: Expr, memo: dict[int, tuple[Expr, bool]]) -> bool:
             found = all(memo[id(c)][1] for c in parts)
         else:  # Bytes, Not, Ref, Lazy
             found = False
+        memo[id(node)] = (node, found)
+    return memo[id(expr)][1]
+
+
+def may_read(expr: Expr, ranges: Ranges) -> bool:
+    """Whether a string of ``expr`` may hold a character of ``ranges`` (code points, ASCII
+    for raw bytes), judged from how it is built: ``False`` is certain, ``True`` may be
+    wrong (a complement, a reference or a :class:`Lazy` node may read anything; an
+    intersection only what each of its items may).
+
+    >>> dot = normalize_ranges([(46, 46)])
+    >>> may_read(seq(literal("1"), star(char_range("0", "9"))), dot), may_read(literal("1.5"), dot)
+    (False, True)
+    >>> may_read(intersect(literal("15"), complement(literal("1.5"))), dot)
+    False
+    """
+    memo: dict[int, tuple[Expr, bool]] = {}
+    stack = [expr]  # a walk, not recursion, as in only_utf8
+    while stack:
+        node = stack[-1]
+        if id(node) in memo:
+            stack.pop()
+            continue
+        parts = children(node) if isinstance(node, (Seq, Alt, Repeat, And)) else ()
+        todo = [c for c in parts if id(c) not in memo]
+        if todo:
+            stack.extend(todo)
+            continue
+        stack.pop()
+        if isinstance(node, (Chars, Bytes)):
+            found = bool(intersect_ranges(node.ranges, ranges))
+        elif isinstance(node, And):
+            found = all(memo[id(c)][1] for c in parts)
+        elif isinstance(node, (Seq, Alt, Repeat)):
+            found = any(memo[id(c)][1] for c in parts)
+        else:  # Not, Ref, Lazy
+            found = True
         memo[id(node)] = (node, found)
     return memo[id(expr)][1]
 

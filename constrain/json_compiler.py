@@ -92,8 +92,9 @@ SUPPORTED_KEYWORDS = frozenset({
 (``unevaluatedProperties``, ``unevaluatedItems``, ``$dynamicRef``, ``$recursiveRef``) are
 refused."""
 
-_GUARDED_TYPES = frozenset({"string", "null", "boolean"})
-"""Element types a ``uniqueItems`` guard reads (see :mod:`constrain.unique_items`)."""
+_GUARDED_TYPES = frozenset({"string", "number", "null", "boolean"})
+"""Element types a ``uniqueItems`` guard reads (see :mod:`constrain.unique_items`): numbers
+only where every value is an integer."""
 
 MAX_NESTING = 400
 """Sub-schemas being compiled inside each other at once (a budget against pathological
@@ -559,12 +560,16 @@ class Compiler:
         """Register a guard for the array ``flat`` (``positions``: its element languages,
         the last for every later element; at most ``max_items`` elements); ``None`` if
         done, else why not."""
+        from .json_numbers import integer_expr
+        from .json_scalars import integral_values
         from .unique_items import MIN_VALUES, PathTrace, UniqueGuard, has_enough_values
 
         if negative:
             return "it is in a complemented language (under not, if or oneOf)"
         if any(p.opaque or not _GUARDED_TYPES.issuperset(p.types) for p in positions):
-            return "its elements are not all strings, booleans or null"
+            return ("its elements are not all strings, integers, booleans or null (objects, "
+                    "arrays and non-integer numbers are equal across spellings the guard "
+                    "does not follow)")
         if self._trace is None:
             self._trace = PathTrace(self)
         path = self._trace.guardable(flat, node)
@@ -573,6 +578,11 @@ class Compiler:
                     "and single branches (a not, if, dependency, contains, several branches "
                     "taking arrays or keys split by patterns apply at or above it, or its "
                     "schema is reached there too)")
+        numbers = [p.parts["number"] for p in positions if "number" in p.parts]
+        if not all(integral_values(n) for n in numbers):
+            return ("its elements may be numbers that are not integers, equal across "
+                    "spellings (1.5 and 15e-1) the guard does not follow")
+        integers = bool(numbers)
         elements = [p.expr() if p.types else NOTHING for p in positions]
         library = self.syn.library
         # Element i starts with i values used: a tuple's position i needs i + 1 values,
@@ -585,7 +595,12 @@ class Compiler:
             if typed.values is not None:
                 enough = len({canonical(v) for v in typed.values}) >= needed
             else:
-                enough = has_enough_values(expr, library, needed)
+                # Spellings are counted: integers by their integer spellings alone (3,
+                # not 3.0), of which 0 has two (-0).
+                if "number" in typed.parts:
+                    expr = alt(*(intersect(e, integer_expr()) if t == "number" else e
+                                 for t, e in typed.parts.items()))
+                enough = has_enough_values(expr, library, needed + integers)
             if not enough:
                 return "its elements have too few values to always leave a new one"
         path.guard = UniqueGuard(tuple(elements[:-1]), elements[-1], node.pointer)

@@ -28,7 +28,19 @@ from fractions import Fraction
 from typing import TYPE_CHECKING, Any
 
 from .errors import RegexSyntaxError, ResourceLimitError, UnsupportedRegexError
-from .grammar import ANY_CHAR, NOTHING, Expr, alt, complement, intersect, repeat
+from .grammar import (
+    ANY_CHAR,
+    NOTHING,
+    Alt,
+    And,
+    Expr,
+    alt,
+    complement,
+    intersect,
+    may_read,
+    normalize_ranges,
+    repeat,
+)
 from .json_nodes import Node
 from .json_numbers import NotExpressible, integer_expr, number_expr, unexact_spellings
 from .regex import parse_regex
@@ -36,7 +48,7 @@ from .regex import parse_regex
 if TYPE_CHECKING:
     from .json_compiler import Compiler
 
-__all__ = ["Scalars"]
+__all__ = ["Scalars", "integral_values"]
 
 
 class Scalars:
@@ -189,6 +201,28 @@ class Scalars:
 
 
 _NUMBER_LANGUAGES: dict[tuple[Any, ...], Expr] = {}
+# The integer languages made, by id (each kept, so that an id is never another's).
+_INTEGRAL: dict[int, Expr] = {}
+_INTEGRAL_KEPT = 4096
+
+
+def integral_values(expr: Expr) -> bool:
+    """Whether every text of the number language ``expr`` has an integral value, as far
+    as how it was built tells (``False`` when unsure): an integer language made here
+    (integral floats such as ``3.0`` included), integer spellings alone, or a union or
+    intersection of such languages."""
+    if (_INTEGRAL.get(id(expr)) is expr or _INTEGRAL_PARTS.get(id(expr)) is expr
+            or not may_read(expr, _FRACTION_OR_EXPONENT)):
+        return True
+    if isinstance(expr, Alt):
+        return all(integral_values(item) for item in expr.items)
+    if isinstance(expr, And):
+        return any(integral_values(item) for item in expr.items)
+    return False
+
+
+_FRACTION_OR_EXPONENT = normalize_ranges([(ord("."), ord(".")), (ord("E"), ord("E")),
+                                          (ord("e"), ord("e"))])
 
 
 def _number_language(integer: bool, integer_floats: bool, multiple: Any,
@@ -202,21 +236,31 @@ def _number_language(integer: bool, integer_floats: bool, multiple: Any,
     # spellings derives slowly (one alternative per exponent); this subset holds every
     # float json.dumps writes for an integral value (``3.0``, ``1e+16``).
     if multiple is None and bounds["minimum"] is None and bounds["maximum"] is None:
-        return alt(ints, _integral_floats())  # no intersection: no emptiness searches
-    return alt(ints, intersect(number_expr(multiple_of=multiple, **bounds),
-                               _integral_floats()))
+        found = alt(ints, _integral_floats())  # no intersection: no emptiness searches
+    else:
+        found = alt(ints, intersect(number_expr(multiple_of=multiple, **bounds),
+                                    _integral_floats()))
+    if len(_INTEGRAL) >= _INTEGRAL_KEPT:
+        _INTEGRAL.clear()
+    _INTEGRAL[id(found)] = found
+    return found
 
 
 _INTEGRAL_FLOATS: list[Expr] = []
+_INTEGRAL_PARTS: dict[int, Expr] = {}  # the integral floats and their branches, kept
 
 
 def _integral_floats() -> Expr:
     """``3.0``, ``-12.000``, and exponent forms ``d.ddd e+k`` with k >= 16 and at most 16
     fraction digits (always integral; k <= 307 keeps them finite)."""
     if not _INTEGRAL_FLOATS:
-        _INTEGRAL_FLOATS.append(parse_regex(
+        found = parse_regex(
             r"-?(0|[1-9][0-9]*)\.0+"
-            r"|-?[1-9](\.[0-9]{1,16})?[eE]\+?0*(1[6-9]|[2-9][0-9]|[12][0-9][0-9]|30[0-7])"))
+            r"|-?[1-9](\.[0-9]{1,16})?[eE]\+?0*(1[6-9]|[2-9][0-9]|[12][0-9][0-9]|30[0-7])")
+        _INTEGRAL_FLOATS.append(found)
+        # Its branches too: a union of integer languages is flattened into one.
+        for part in (found, *(found.items if isinstance(found, Alt) else ())):
+            _INTEGRAL_PARTS[id(part)] = part
     return _INTEGRAL_FLOATS[0]
 
 

@@ -50,7 +50,7 @@ from .token_trie import TokenTrie
 from .utf8 import UTF8_BOUNDARY, UTF8_MULTIBYTE_EDGES
 from .vocab import Vocabulary
 
-__all__ = ["TokenMasks", "eos_only_words", "mask_words"]
+__all__ = ["TokenMasks", "eos_only_words", "mask_words", "set_bits"]
 
 
 def mask_words(size: int) -> int:
@@ -71,7 +71,7 @@ def eos_only_words(vocab: Vocabulary) -> np.ndarray:
     found = _eos_only.get(key)
     if found is None:
         found = np.zeros(mask_words(vocab.size), dtype=np.int32)
-        _set_bits(found, np.array(sorted(vocab.eos_token_ids), dtype=np.int64))
+        set_bits(found, np.array(sorted(vocab.eos_token_ids), dtype=np.int64))
         found.flags.writeable = False
         if len(_eos_only) >= 64:  # a bound, for processes that load many vocabularies
             _eos_only.clear()
@@ -294,7 +294,7 @@ class TokenMasks:
         kept = [token for token in longer[held.astype(bool)].tolist()
                 if decide(token, table[token])]
         if kept:
-            _set_bits(words, np.array(kept, dtype=np.int64))
+            set_bits(words, np.array(kept, dtype=np.int64))
         packed = words.view(np.int32)
         if automaton.is_accepting(state):
             packed |= self._eos_words
@@ -423,7 +423,7 @@ class TokenMasks:
         else:
             packed = np.zeros(self.words, dtype=np.int32)
             if state != Automaton.DEAD and trie.max_depth:
-                _set_bits(packed, trie.token_ids_of(self._walk_levels(state)))
+                set_bits(packed, trie.token_ids_of(self._walk_levels(state)))
         if accepting:
             packed |= self._eos_words
         packed.flags.writeable = False
@@ -994,6 +994,7 @@ def _union_words(masks: list[np.ndarray]) -> np.ndarray:
     return words
 
 
-def _set_bits(packed: np.ndarray, ids: np.ndarray) -> None:
+def set_bits(packed: np.ndarray, ids: np.ndarray) -> None:
+    """Set the bits of token ``ids`` in the packed mask ``packed`` (in place)."""
     ids = np.asarray(ids, dtype=np.int64)
     np.bitwise_or.at(packed.view(np.uint32), ids >> 5, (np.uint32(1) << (ids & 31)).astype(np.uint32))

@@ -1,9 +1,13 @@
-"""``uniqueItems`` over arrays of strings (with booleans and null), enforced while decoding.
+"""``uniqueItems`` over arrays of strings and integers (with booleans and null), enforced
+while decoding.
 
 No grammar holds "the elements differ" once elements have infinitely many values: the
 language is not context-free. The JSON Schema compiler enforces ``uniqueItems`` exactly in
 its grammar where elements come from a few listed values (see
-:mod:`constrain.json_arrays`); this module covers arrays of *strings* beyond that. The
+:mod:`constrain.json_arrays`); this module covers arrays of *strings* and *integers*
+beyond that. Values are equal as ``jsonschema`` judges them: ``"é"`` and ``"\\u00e9"``,
+``3`` and ``3.0`` (an integral float is an integer since draft 6), ``0`` and ``-0`` are
+one value each; ``true`` is not ``1``. The
 grammar keeps such an array without the keyword, and the compiler records a **guard**: the
 array's element languages. While decoding, :class:`UniqueItemsMatcher` follows the
 document's structure byte by byte, and inside a guarded array it removes from each mask
@@ -20,23 +24,28 @@ That is exact, not only sound, under three conditions the compiler checks
 - **The element language is the automaton's own.** The array sits where the text tells
   its place: reached from the root through listed keys, the unlisted keys of an object
   whose unlisted keys fall in one region, array positions, and ``anyOf``/``oneOf``
-  branches where one branch takes arrays (and objects, or ``anyOf`` branches agree on
-  them); no ``not``, ``if``, dependency, ``contains`` or ``propertyNames`` at it or
-  above it, and its sub-schema reached nowhere else. Then the base automaton, inside
-  element ``i``, continues with exactly the completions of ``E_i`` followed by what
-  follows any element ``i``; a completion the guard keeps is one the base keeps.
+  branches where one branch takes arrays (and keys where every branch taking objects
+  gives them the same schemas); no ``not``, ``if``, dependency, ``contains`` or
+  ``propertyNames`` at it or above it, and its sub-schema reached nowhere else. Then the
+  base automaton, inside element ``i``, continues with exactly the completions of ``E_i``
+  followed by what follows any element ``i``; a completion the guard keeps is one the
+  base keeps.
 - **Fresh values never run out.** The language of every later element holds as many
   values as the array may hold (``maxItems``), or at least 2**24 (counted on spellings
-  without a backslash, which spell distinct values), more than any decoding run has
-  tokens; that of element ``i`` of a tuple (``prefixItems``) at least ``i + 1``, more than
-  the elements before it can use up. So the array can always take a new element where its
-  schema allows one.
+  without a backslash, which spell distinct values, and on integers' integer spellings,
+  with one to spare for ``-0``), more than any decoding run has tokens; that of element
+  ``i`` of a tuple (``prefixItems``) at least ``i + 1``, more than the elements before it
+  can use up. So the array can always take a new element where its schema allows one.
+  Numbers must all be integers (a number with a fraction has too many spellings:
+  ``1.5``, ``15e-1``, ``0.15E1``).
 - **Tokens that cross into the next element are simulated.** A token such as ``", "x``
   or ``, null`` ends an element, passes the comma and starts the next, whose prefix must
   be live for the *new* set of used values. Only tokens with a comma followed by more
   than whitespace and an opening quote can do that (inside a string, only those with a
   quote before the comma: a few dozen in a 151k vocabulary); each one the masks allow is
-  run through the tracker.
+  run through the tracker. A number's end is not in its text: where the array holds
+  numbers, every token the base allows that goes on with a number's bytes is run through
+  it too, and where the number read equals a used value, every token that ends it is cut.
 
 Arrays the conditions do not cover stay refused (``lenient`` drops the keyword), as before.
 
@@ -56,12 +65,14 @@ from __future__ import annotations
 
 import contextlib
 import json
+import math
 import re
 from bisect import bisect_left
 from collections.abc import Iterator
 from dataclasses import dataclass, field
+from fractions import Fraction
 from functools import lru_cache
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING, Any, cast
 
 import numpy as np
 
@@ -70,7 +81,9 @@ from .cache import token_trie
 from .grammar import Expr, Grammar, alt, complement, intersect
 from .json_arrays import ArraySpec
 from .json_literals import literal as literal_expr
+from .json_numbers import number_expr
 from .json_objects import ObjectSpec
+from .masks import mask_words, set_bits
 from .matcher import TERMINATED, Matcher, write_row, write_tensor_row
 
 if TYPE_CHECKING:
@@ -120,7 +133,8 @@ _UNLISTED = object()
 
 @dataclass(eq=False)
 class UniqueGuard:
-    """The element languages of one guarded array (JSON strings, booleans, null)."""
+    """The element languages of one guarded array (JSON strings, integers, booleans,
+    null)."""
 
     positions: tuple[Expr, ...]
     rest: Expr
@@ -535,7 +549,9 @@ _SCALAR_BYTES = frozenset(b"0123456789+-.eEtruefalsn")
 # the path node of the next value; ``stack``: (is_array, path node, index) per open
 # container; ``region``: inside a guarded array, (guard, index, used values, the last
 # element's value once read).
-_Region = tuple[UniqueGuard, int, frozenset[object], object]
+_Used = tuple[bool, object]
+"""A used value: (whether it is a boolean, the value json.loads reads)."""
+_Region = tuple[UniqueGuard, int, frozenset[_Used], object]
 _Track = tuple[int, bool, "bytes | None", "PathNode | None", tuple[Any, ...], "_Region | None"]
 
 _WILD = ""
@@ -549,6 +565,56 @@ _SHORT_ESCAPES = {'"': '"', "\\": "\\", "/": "/", "\b": "b", "\f": "f", "\n": "n
 def _spelled(value: object) -> bytes:
     """The canonical text of an element value (no escape but the ones JSON requires)."""
     return json.dumps(value, ensure_ascii=False).encode()
+
+
+def _used(value: object) -> _Used:
+    """A value as a member of a set of used ones, equal as ``jsonschema`` judges values
+    ``json.loads`` reads (``3 == 3.0``), but booleans tagged apart from the integers
+    Python counts equal to them (``1 == True``)."""
+    return (isinstance(value, bool), value)
+
+
+def _spellings_of(syntax: JsonSyntax, used: _Used) -> Expr:
+    """Every text that reads as a value equal to ``used``, and for numbers past 2**53
+    some more: those within a float's spacing of it, where ``json.loads`` rounds (more is
+    the safe side: a completion is judged fresh only outside them)."""
+    value = used[1]
+    if (_is_number(used) and isinstance(value, (int, float))
+            and _FLOATS_ROUND <= abs(value) < _LARGEST_FLOAT):
+        exact = Fraction(value)
+        spacing = Fraction(math.ulp(float(exact)))
+        return number_expr(exact - spacing, exact + spacing)
+    return literal_expr(syntax, value, all_spellings=True)
+
+
+_LARGEST_FLOAT = 2**1024  # past it no float is equal: json.loads reads inf
+
+
+def _is_number(used: _Used) -> bool:
+    return not used[0] and isinstance(used[1], (int, float))
+
+
+def _may_spell_number(text: bytes, used: _Used) -> bool:
+    """Whether a number being read as ``text`` may still end equal to the used value (an
+    integer, or an integral float: a guarded number language holds no other): a prefix of
+    one of its integer spellings, or one of them then ``.0...``. Past 2**53 floats round
+    (``9007199254740993.0`` reads as ``...992``): not judged."""
+    value = used[1]
+    if not _is_number(used):
+        return False
+    assert isinstance(value, (int, float))
+    if abs(value) >= _FLOATS_ROUND:
+        return True
+    for digits in (b"0", b"-0") if value == 0 else (str(int(value)).encode(),):
+        if digits.startswith(text):
+            return True
+        if text.startswith(digits) and _POINT_ZEROS.fullmatch(text, len(digits)):
+            return True
+    return False
+
+
+_FLOATS_ROUND = 2**53
+_POINT_ZEROS = re.compile(rb"\.0*")
 
 
 def _first_unit(data: bytes) -> str:
@@ -596,8 +662,9 @@ class _TokenIndex:
                 escapes.setdefault((len(stripped) < len(data), _first_unit(stripped)),
                                    []).append(s)
         self._escapes = {k: self._ids(v) for k, v in escapes.items()}
-        # Tokens of whitespace and then a value's first byte (a quote or a literal's
-        # letter), by what follows the whitespace: read only at an element's start.
+        # Tokens of whitespace and then a value's first byte (a quote, a literal's letter,
+        # a number's sign or digit), by what follows the whitespace: read only at an
+        # element's start.
         led: list[tuple[bytes, int]] = []
         for first in b" \t\n\r":
             node = self._child(None, first)
@@ -605,11 +672,25 @@ class _TokenIndex:
                 continue
             for s in range(int(trie.start[node]), int(trie.end[node])):
                 stripped = trie.string_bytes(s).lstrip(b" \t\n\r")
-                if stripped[:1] in (b'"', b"n", b"t", b"f"):
+                if stripped[:1] in _LED_STARTS:
                     led.append((stripped, s))
         led.sort()
         self._led_keys = [k for k, _ in led]
         self._led_strings = np.array([s for _, s in led], dtype=np.int64)
+        # Tokens that go on with a number's bytes, and (at an element's start) those of
+        # whitespace and then a number.
+        self.number_led = self._ids(np.concatenate([_NO_IDS, *(
+            np.arange(int(trie.start[node]), int(trie.end[node]))
+            for node in (self._child(None, b) for b in b"0123456789-+.eE")
+            if node is not None)]))
+        self.number_led_start = np.concatenate([self.number_led, self._ids(
+            [s for k, s in led if k[:1] in _NUMBER_STARTS])])
+        # Tokens that end a number in an array: whitespace, a comma or a bracket first.
+        ending = [np.arange(int(trie.start[node]), int(trie.end[node]))
+                  for node in (self._child(None, b) for b in b" \t\n\r,]") if node is not None]
+        self.ending_words = np.zeros(mask_words(vocab.size), dtype=np.int32)
+        if ending:
+            set_bits(self.ending_words, self._ids(np.concatenate(ending)))
 
     def _strings_with(self, byte: int) -> np.ndarray:
         trie = self._trie
@@ -676,6 +757,8 @@ class _TokenIndex:
 
 
 _NO_IDS = np.zeros(0, dtype=np.int64)
+_LED_STARTS = frozenset(bytes([b]) for b in b'"ntf-0123456789')
+_NUMBER_STARTS = frozenset(bytes([b]) for b in b"-0123456789")
 
 
 @lru_cache(maxsize=8)
@@ -781,14 +864,13 @@ class UniqueGuards:
             found = self._elements[key] = self._automaton(guard.element(index))
         return found
 
-    def _guard(self, guard: UniqueGuard, index: int, used: frozenset[object]) -> Automaton:
+    def _guard(self, guard: UniqueGuard, index: int, used: frozenset[_Used]) -> Automaton:
         """Element ``index``'s language less the spellings of ``used``."""
         key = (id(guard), min(index, len(guard.positions)), used)
         found = self._guards.get(key)
         if found is None:
             syntax = self.plan.syntax
-            spelled = alt(*(literal_expr(syntax, v, all_spellings=True)
-                            for v in sorted(used, key=repr)))
+            spelled = alt(*(_spellings_of(syntax, u) for u in sorted(used, key=repr)))
             found = self._automaton(intersect(guard.element(index), complement(spelled)))
             if len(self._guards) >= self._KEPT_BIG:
                 self._guards.clear()
@@ -801,19 +883,26 @@ class UniqueGuards:
         if region is None or text is None or mode not in (_STRING, _SCALAR) or not region[2]:
             return True
         used = region[2]
+        guard, index = region[0], region[1]
+        if mode == _SCALAR and text[:1] in _NUMBER_STARTS:
+            # Spellings of a number are many (3, 3.0, 3.00): not counted, looked up.
+            if not any(_may_spell_number(text, u) for u in used):
+                return True
+            exact = self._guard(guard, index, used)
+            return exact.step_bytes(exact.start, text) != Automaton.DEAD
         head, partial = _split_escape(text) if mode == _STRING else (text, b"")
-        if not partial and not any(_spelled(u).startswith(_canonical_prefix(head))
+        if not partial and not any(_spelled(u[1]).startswith(_canonical_prefix(head))
                                    for u in used):
             return True  # no used value starts so: every ending is new
-        guard, index = region[0], region[1]
         element = self._element(guard, index)
         state = element.step_bytes(element.start, text)
         if state == Automaton.DEAD:
             return False
-        key = (id(element), state, len(used) + 1)
+        needed = len(used) + 1
+        key = (id(element), state, needed)
         enough = self._enough.get(key)
         if enough is None:
-            enough = self._enough[key] = _plain_spellings_reach(element, len(used) + 1, state)
+            enough = self._enough[key] = _plain_spellings_reach(element, needed, state)
         if enough:
             return True  # more endings than used values
         exact = self._guard(guard, index, used)
@@ -829,11 +918,20 @@ class UniqueGuards:
             return found
         doomed, checked = self._step_candidates(track)
         out = base
-        if len(doomed) or len(checked):
+        numbers = self._number_candidates(track)
+        if self._ends_used(track):
+            # A number equal to a used value as it stands: whatever ends it (whitespace,
+            # a comma, a bracket) repeats it; tokens that go on with digits may not.
+            out = base & ~self._index.ending_words
+        if len(doomed) or len(checked) or len(numbers):
             doomed = doomed[_bits(base, doomed)]
             checked = checked[_bits(base, checked)]
+            if len(numbers):
+                # Every token the base allows that goes on with a number's bytes (a few
+                # dozen where digits are tokens of their own).
+                checked = np.union1d(checked, numbers[_bits(base, numbers)])
             if len(doomed) or len(checked):
-                out = base.copy()
+                out = out.copy() if out is base else out
                 words = out.view(np.uint32)
                 table = self.compiled.vocab.token_bytes
                 failed = [t for t in checked.tolist()
@@ -848,9 +946,30 @@ class UniqueGuards:
     def _keeps(self, track: _Track | None) -> bool:
         return track is not None and self.live(track)
 
+    def _number_candidates(self, track: _Track) -> np.ndarray:
+        """Tokens that may read a number from ``track`` where the array holds numbers."""
+        mode, region = track[0], track[5]
+        if (region is None or mode not in (_VALUE, _SCALAR)
+                or not any(_is_number(u) for u in region[2])):
+            return _NO_IDS
+        index = self._index
+        return index.number_led_start if mode == _VALUE else index.number_led
+
+    @staticmethod
+    def _ends_used(track: _Track) -> bool:
+        """Whether the element being read is a number equal to a used value as it stands."""
+        mode, _, text, _, _, region = track
+        if mode != _SCALAR or region is None or not text or text[:1] not in _NUMBER_STARTS:
+            return False
+        try:
+            value = json.loads(text)
+        except ValueError:  # "-", "3.", "3e": not a number yet
+            return False
+        return _used(value) in region[2]
+
     def _step_candidates(self, track: _Track) -> tuple[np.ndarray, np.ndarray]:
         """Tokens that surely repeat a value (doomed) and tokens that may (checked) at
-        ``track``, before the base mask is applied."""
+        ``track``, before the base mask is applied (numbers aside: see :meth:`mask`)."""
         mode, _, text, _, _, region = track
         index = self._index
         if region is None:
@@ -869,8 +988,8 @@ class UniqueGuards:
             read = json.loads(head + b'"') if partial else ""
         doomed, checked = [_NO_IDS], [crossing]
         for u in used:
-            spelled = _spelled(u)
-            if not spelled.startswith(start):
+            spelled = _spelled(u[1])
+            if _is_number(u) or not spelled.startswith(start):
                 continue
             if not partial:
                 d, c = self._value_candidates(spelled, len(start), led_too)
@@ -878,8 +997,9 @@ class UniqueGuards:
                 checked.append(c)
                 continue
             # Inside an escape: each way it may end as the value's next character.
-            assert isinstance(u, str)
-            rest = u[len(read):]
+            value = u[1]
+            assert isinstance(value, str)
+            rest = value[len(read):]
             if rest:
                 after = _spelled(rest[1:])[1:]
                 for escape in _escapes_of(rest[0]):
@@ -933,7 +1053,7 @@ class UniqueGuards:
                         mode, text = _COLON, None
                     else:
                         if region is not None and text is not None:
-                            value = json.loads(text + b'"')
+                            value = _used(json.loads(text + b'"'))
                             if value in region[2]:
                                 return None
                             region = (*region[:3], value)
@@ -1010,7 +1130,8 @@ class UniqueGuards:
                     if region is not None:
                         guard, _, used, last = region
                         region = (guard, index + 1,
-                                  used if last is _NO_VALUE else used | {last}, _NO_VALUE)
+                                  used if last is _NO_VALUE else used | {cast(_Used, last)},
+                                  _NO_VALUE)
                     else:
                         pending = node.element(index + 1) if node is not None else None
                     mode = _VALUE
@@ -1029,7 +1150,7 @@ class UniqueGuards:
         """After a literal ends: (``_AFTER``, the region with its value), or ``None`` first
         where it repeats one."""
         if region is not None and text is not None:
-            value = json.loads(text)
+            value = _used(json.loads(text))
             if value in region[2]:
                 return None, region, None
             region = (*region[:3], value)

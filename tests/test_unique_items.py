@@ -28,7 +28,9 @@ _EXTRA = [b'","', b'", "', b'", "a', b'", "a"', b'","a","', b'"]', b'"],', b'["'
           b'", "ba', b'{"', b'": ["', b'"], "',
           # Escapes and UTF-8 split across tokens: the same value spelt other ways.
           b'\\', b'\\u00', b'\\u00e', b'e9"', b'E9"', b'\xa9"', b'\xc3\xa9', b'\\ud83d',
-          b'\\ude00"', b'\\"', b'\xf0\x9f', b'\x98\x80']
+          b'\\ude00"', b'\\"', b'\xf0\x9f', b'\x98\x80',
+          # Numbers: digits that end an element, cross into the next, or spell 1 again.
+          b'1, ', b', 1', b'1,', b'0]', b'.0', b'-0', b'12', b' 1', b'1.0', b'e+16']
 _EOS = 256 + len(_EXTRA)
 
 
@@ -144,7 +146,17 @@ SCHEMAS = {
     # Unlisted keys split by patterns are not followed; listed keys still are.
     "regions": {"type": "object", "properties": {"tags": {"type": "array", "uniqueItems": True,
                                                           "items": {"type": "string"}}},
-                "patternProperties": {"^x": {"type": "array"}, "^y": {"type": "string"}}},
+                "patternProperties": {"^x": {"type": "array"}, "^y": {"type": "string"}},
+                "additionalProperties": {"type": "null"}},
+    # Integers: 3 and 3.0 (draft 6 on), 0 and -0 are one value; booleans are not 1 and 0.
+    "integers": {"type": "array", "uniqueItems": True, "items": {"type": "integer"}},
+    "small-integers": {"type": "array", "uniqueItems": True, "maxItems": 4,
+                       "items": {"type": ["integer", "boolean"], "minimum": -1, "maximum": 1}},
+    "integer-or-string": {"type": "array", "uniqueItems": True,
+                          "items": {"anyOf": [{"type": "integer", "minimum": 0},
+                                              {"type": "string", "maxLength": 2}]}},
+    "draft4-integers": {"$schema": "http://json-schema.org/draft-04/schema#", "type": "array",
+                        "uniqueItems": True, "items": {"type": "integer", "maximum": 99}},
     "tree": {"type": "object", "additionalProperties": False,
              "properties": {"tags": {"type": "array", "items": {"type": "string"},
                                      "uniqueItems": True},
@@ -194,8 +206,15 @@ def test_walks_end_valid_and_never_stall(name: str, vocab: Vocabulary) -> None:
       '{"tags": ["b", "a", "b"], "kind": "b"}']),
     ("branches-disagree", ['{"n": ["a", "a"], "tags": ["a", "b"]}', '{"tags": ["a"]}'],
      ['{"tags": ["a", "a"]}', '{"n": [], "tags": ["b", "b"]}']),
-    ("regions", ['{"x1": ["a", "a"], "tags": ["a", "b"], "y": "s", "z": [1, 1]}'],
+    ("regions", ['{"x1": ["a", "a"], "tags": ["a", "b"], "y": "s", "z": null}'],
      ['{"tags": ["a", "a"], "y": "s"}', '{"x": [], "tags": ["b", "a", "b"]}']),
+    ("integers", ['[1, 2, 12, 21, -1, 0]', '[0, 3.0, 1e+16, 10]', '[10000000000000000, 1]'],
+     ['[1, 1]', '[12, 2, 12]', '[0, -0]', '[-0, 0]', '[3, 3.0]', '[3.00, 4, 3]',
+      '[0.0, 1, -0]', '[1e+16, 10000000000000000]']),
+    ("small-integers", ['[1, true, 0, false]', '[-1, 0, 1, true]'],
+     ['[1, 1]', '[true, 1, true]', '[0, false, -0]', '[1.0, 0, 1]']),
+    ("integer-or-string", ['[1, "1", 0, ""]', '["12", 12]'], ['[1, "1", 1]', '["a", 3, "a"]']),
+    ("draft4-integers", ['[1, 2, 12, 21, -1, 0]'], ['[1, 1]', '[0, -0]', '[99, 98, 99]']),
     ("tree", ['{"tags": ["a"], "kids": [{"tags": ["a", "b"]}]}'],
      ['{"kids": [{"kids": [{"tags": ["x", "x"]}]}]}']),
 ])
@@ -309,6 +328,10 @@ def test_torch_bitmask(vocab: Vocabulary) -> None:
     ({"type": "array", "uniqueItems": True, "contains": {"const": "a"},
       "items": {"type": "string"}}, "not fixed"),
     ({"type": "array", "uniqueItems": True, "items": {"type": "object"}}, "not all strings"),
+    ({"type": "array", "uniqueItems": True, "items": {"type": "number"}}, "not integers"),
+    ({"type": "array", "uniqueItems": True, "items": {"anyOf": [{"type": "integer"},
+                                                              {"type": "number", "maximum": 1}]}},
+     "not integers"),
     ({"type": "array", "uniqueItems": True, "items": {"type": "string", "format": "date"}},
      "too few values"),
     ({"type": "array", "uniqueItems": True, "items": {"type": "string", "pattern": "^[ab]$"}},
@@ -405,6 +428,50 @@ def test_real_vocabulary_tags(qwen_vocab: Vocabulary, qwen_encoding: Any) -> Non
             # Short tokens and the tag list's punctuation, so arrays fill and close.
             short = [t for t in allowed.tolist() if len(qwen_vocab.token_bytes[t] or b"") <= 2]
             token = rng.choice(short or allowed.tolist())
+            assert m.advance(token)
+            if token == eos:
+                jsonschema.validate(json.loads(out.decode()), schema)
+                break
+            out += qwen_vocab.token_bytes[token]
+
+
+def test_real_vocabulary_pydantic_sets(qwen_vocab: Vocabulary, qwen_encoding: Any) -> None:
+    """``set[int]`` and ``frozenset[str]`` fields (Pydantic writes ``uniqueItems``) on
+    Qwen's tokens, which spell digits one by one: repeats are refused at the token that
+    ends the repeated element, however it is spelt."""
+    pydantic = pytest.importorskip("pydantic")
+
+    class Labels(pydantic.BaseModel):
+        ids: set[int]
+        tags: frozenset[str]
+
+    compiled = compile_json_schema(Labels, qwen_vocab)
+    assert isinstance(compiled.matcher(), UniqueItemsMatcher)
+    eos = min(qwen_vocab.eos_token_ids)
+
+    def accepts(text: str) -> bool:
+        m = compiled.matcher()
+        for t in qwen_encoding.encode(text):
+            if not m.is_allowed(t) or not m.advance(t):
+                return False
+        return m.is_allowed(eos)
+
+    assert accepts('{"ids": [7, 70, 707, 0, 1e+16], "tags": ["7", "70"]}')
+    schema = Labels.model_json_schema()
+    for text in ('{"ids": [7, 70, 7], "tags": []}', '{"ids": [7, 7.0], "tags": []}',
+                 '{"ids": [0, -0], "tags": []}', '{"ids": [], "tags": ["a", "b", "a"]}'):
+        assert not accepts(text), text
+        with pytest.raises(jsonschema.ValidationError):
+            jsonschema.validate(json.loads(text), schema)
+    rng = random.Random(11)
+    for _ in range(6):
+        m = compiled.matcher()
+        out = bytearray()
+        for _ in range(60):
+            allowed = m.allowed_token_ids().tolist()
+            assert allowed
+            short = [t for t in allowed if len(qwen_vocab.token_bytes[t] or b"") <= 2]
+            token = rng.choice(short or allowed)
             assert m.advance(token)
             if token == eos:
                 jsonschema.validate(json.loads(out.decode()), schema)
