@@ -757,21 +757,31 @@ class Compiler:
             value = self.value(spec.region_nodes(region), negative)
             if value.is_empty():
                 continue
-            matched: list[Expr] = []
-            unmatched: list[Expr] = []
-            for p in spec.patterns:
-                pointer = f"{spec.patterns[p][0].pointer}"
-                e = self.scalars.pattern(p, pointer, negative if p in region else not negative)
-                if e is None and not negative:
-                    break  # refused leniently: drop the region (fewer keys: the safe side)
-                if e is not None:  # (negative, leniently: a dropped condition admits more keys)
-                    (matched if p in region else unmatched).append(e)
-            else:
-                key = key_region(self.syn, listed_keys, matched, unmatched)
+            key = self.region_key(spec, region, listed_keys, negative)
+            if key is not None:
                 if names is not None:
                     key = intersect(key, names)
                 extras.append(Member(key, value.expr()))
         return extras
+
+    def region_key(self, spec: ObjectSpec, region: frozenset[str], listed_keys: list[str],
+                   negative: bool) -> Expr | None:
+        """The JSON string literals of the unlisted keys of ``region`` (those that match its
+        patterns and none of the others). In a kept language (not ``negative``) regions
+        are disjoint: a key is in one where both regex dialects match its patterns and
+        neither matches the others (a key the dialects read apart is in none: not
+        generated). ``None`` where a pattern was refused leniently (the region is dropped:
+        fewer keys, the safe side)."""
+        matched: list[Expr] = []
+        unmatched: list[Expr] = []
+        for p in spec.patterns:
+            pointer = f"{spec.patterns[p][0].pointer}"
+            e = self.scalars.pattern(p, pointer, negative if p in region else not negative)
+            if e is None and not negative:
+                return None
+            if e is not None:  # (negative, leniently: a dropped condition admits more keys)
+                (matched if p in region else unmatched).append(e)
+        return key_region(self.syn, listed_keys, matched, unmatched)
 
 
 # Keys on which ECMA-262 and Python's re read every pattern alike.

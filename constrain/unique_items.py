@@ -22,14 +22,14 @@ That is exact, not only sound, under three conditions the compiler checks
 (:meth:`PathTrace.guardable` and :func:`has_enough_values`):
 
 - **The element language is the automaton's own.** The array sits where the text tells
-  its place: reached from the root through listed keys, the unlisted keys of an object
-  whose unlisted keys fall in one region, array positions, and ``anyOf``/``oneOf``
-  branches where one branch takes arrays (and keys where every branch taking objects
-  gives them the same schemas); no ``not``, ``if``, dependency, ``contains`` or
-  ``propertyNames`` at it or above it, and its sub-schema reached nowhere else. Then the
-  base automaton, inside element ``i``, continues with exactly the completions of ``E_i``
-  followed by what follows any element ``i``; a completion the guard keeps is one the
-  base keeps.
+  its place: reached from the root through listed keys, unlisted keys (each region of
+  ``patternProperties`` told by the compiler's key literals), array positions, and
+  ``anyOf``/``oneOf`` branches where one branch takes arrays (and keys where every
+  branch taking objects gives them the same schemas); no ``not``, ``if``, dependency,
+  ``contains`` or ``propertyNames`` at it or above it, and its sub-schema reached nowhere
+  else. Then the base automaton, inside element ``i``, continues with exactly the
+  completions of ``E_i`` followed by what follows any element ``i``; a completion the
+  guard keeps is one the base keeps.
 - **Fresh values never run out.** The language of every later element holds as many
   values as the array may hold (``maxItems``), or at least 2**24 (counted on spellings
   without a backslash, which spell distinct values, and on integers' integer spellings,
@@ -78,6 +78,7 @@ import numpy as np
 
 from .automaton import Automaton, AutomatonOptions
 from .cache import token_trie
+from .errors import UnsupportedSchemaError
 from .grammar import Expr, Grammar, alt, complement, intersect
 from .json_arrays import ArraySpec
 from .json_literals import literal as literal_expr
@@ -127,8 +128,9 @@ _MAP_SUBS = ("properties", "patternProperties", "dependentSchemas", "dependencie
 _TRACE_BUDGET = 20_000
 """Locations a trace visits before giving up (no guard then: the keyword stays refused)."""
 
-_UNLISTED = object()
-"""What :meth:`PathNode.member` finds for a key the schema does not list."""
+UNLISTED = object()
+"""What :meth:`PathNode.member` finds for a key the schema does not list, where unlisted
+keys fall into regions."""
 
 
 @dataclass(eq=False)
@@ -152,16 +154,23 @@ class PathNode:
 
     keys: dict[str, PathNode | None] = field(default_factory=dict)
     other: PathNode | None = None
+    regions: list[tuple[Expr, PathNode | None]] = field(default_factory=list)
+    """Where unlisted keys split by patterns: each region's key literals (disjoint) and
+    place; ``other`` is then unused."""
     array: PathNode | None = None
     """Where arrays here are another place's (an ``anyOf``/``oneOf`` branch's)."""
     positions: list[PathNode] = field(default_factory=list)
     rest: PathNode | None = None
     guard: UniqueGuard | None = None
 
-    def member(self, key: str) -> PathNode | None:
-        """The place of ``key``'s value (``None``: nothing guarded there)."""
-        found = self.keys.get(key, _UNLISTED)
-        return self.other if found is _UNLISTED else found  # type: ignore[return-value]
+    def member(self, key: str) -> PathNode | None | object:
+        """The place of ``key``'s value (``None``: nothing guarded there), or
+        :data:`UNLISTED` for an unlisted key whose region its text tells (see
+        :meth:`UniqueGuards.region_of`)."""
+        found = self.keys.get(key, UNLISTED)
+        if found is UNLISTED and not self.regions:
+            return self.other
+        return found
 
     def element(self, index: int) -> PathNode | None:
         """The place of element ``index`` (``None``: nothing guarded there)."""
@@ -222,6 +231,8 @@ class PathTrace:
                 n.rest = None
             if n.other is not None and id(n.other) not in live:
                 n.other = None
+            n.regions = [(k, c if c is not None and id(c) in live else None)
+                         for k, c in n.regions]
             if n.array is not None and id(n.array) not in live:
                 n.array = None
         return UniqueItemsPlan(self.root, syntax)
@@ -257,10 +268,11 @@ class PathTrace:
             for n in flat:
                 self._taint(n)
             return
-        listed, unlisted = members
+        listed, unlisted, regions = members
         node.keys.update((k, None if nodes is None else self._clean(nodes))
                          for k, nodes in listed.items())
         node.other = self._clean(unlisted) if unlisted is not None else None
+        node.regions = [(key, self._clean(nodes)) for key, nodes in regions]
         if arrays and arrays[0] is not flat:
             # Arrays here are the branch's: the place the compiler lowers them as (and
             # registers a guard on).
@@ -284,7 +296,8 @@ class PathTrace:
         return found
 
     def _members(self, objects: list[list[Node]]
-                 ) -> tuple[dict[str, list[Node] | None], list[Node] | None] | None:
+                 ) -> tuple[dict[str, list[Node] | None], list[Node] | None,
+                            list[tuple[Expr, list[Node]]]] | None:
         """The schemas of each listed key's value, and of any unlisted key's value, as
         far as ``objects`` (the alternatives of one place) let the text tell them; ``None``
         where keys are constrained as a set (``propertyNames``).
@@ -293,8 +306,10 @@ class PathTrace:
         same schemas, whether the alternative lists the key or takes it as an unlisted
         one; then a value that must hold in one holds in all of them, whichever branch the
         document is valid in (a ``oneOf`` too). Elsewhere the key (or every unlisted key,
-        where they split into regions by patterns or the alternatives disagree) is not
-        followed, and what its value's schemas reach is tainted: nothing there is guarded.
+        where the alternatives disagree) is not followed, and what its value's schemas
+        reach is tainted: nothing there is guarded. Unlisted keys that one alternative
+        splits by patterns are followed into their regions, told apart by the compiler's
+        own key literals (third item).
         """
         compiler = self._compiler
         specs = [ObjectSpec.merge(flat, compiler.options.strict_additional_properties)
@@ -319,14 +334,37 @@ class PathTrace:
                         self._taint(n)
                 for extra in spec.additional:
                     self._taint(extra.node)
-                return listed, None
+                return listed, None, []
+            if len(specs) == 1 and len(regions) > 1:
+                split = self._regions(spec, regions, list(keys))
+                if split is not None:
+                    return listed, None, split
             unlisted.extend(spec.region_nodes(r) for r in regions)
             if not regions:
                 unlisted.append([])  # no pattern, no additionalProperties: anything
         if not self._agree(unlisted):
-            return listed, None
+            return listed, None, []
         live = [nodes for nodes in unlisted if compiler._flatten(nodes)]  # [] holds nothing
-        return listed, live[0] if live else None
+        return listed, live[0] if live else None, []
+
+    def _regions(self, spec: ObjectSpec, regions: list[frozenset[str]], listed: list[str]
+                 ) -> list[tuple[Expr, list[Node]]] | None:
+        """Each region of unlisted keys with its key literals, as the compiler lowers the
+        object (see :meth:`Compiler.region_key`); ``None`` where a pattern is refused."""
+        compiler = self._compiler
+        out: list[tuple[Expr, list[Node]]] = []
+        for region in regions:
+            nodes = spec.region_nodes(region)
+            if compiler._flatten(nodes) is None:
+                continue  # no key of it is allowed
+            try:
+                key = compiler.region_key(spec, region, listed, False)
+            except UnsupportedSchemaError:
+                key = None
+            if key is None:
+                return None
+            out.append((key, nodes))
+        return out
 
     def _agree(self, values: list[list[Node]]) -> bool:
         """Whether the schemas of one value in each alternative are one place wherever
@@ -395,6 +433,7 @@ def _key(flat: list[Node]) -> tuple[Any, ...]:
 
 def _children(node: PathNode) -> Iterator[PathNode]:
     yield from (c for c in node.keys.values() if c is not None)
+    yield from (c for _, c in node.regions if c is not None)
     yield from node.positions
     for c in (node.rest, node.other, node.array):
         if c is not None:
@@ -835,6 +874,7 @@ class UniqueGuards:
         self._index = _token_index(compiled.vocab)
         self._options = compiled.automaton.options
         self._elements: dict[tuple[int, int], Automaton] = {}
+        self._region_keys: dict[int, Automaton] = {}
         self._guards: dict[tuple[int, int, frozenset[object]], Automaton] = {}
         self._enough: dict[tuple[int, int, int], bool] = {}
         self._candidates: dict[tuple[bytes, int, bool], tuple[np.ndarray, np.ndarray]] = {}
@@ -846,7 +886,8 @@ class UniqueGuards:
         <constrain.compiler.CompiledConstraint.memory_estimate>`)."""
         rows = sum(m.nbytes for m in self._masks.values())
         rows += sum(d.nbytes + c.nbytes for d, c in self._candidates.values())
-        states = sum(a.num_states for a in (*self._elements.values(), *self._guards.values()))
+        states = sum(a.num_states for a in (*self._elements.values(), *self._guards.values(),
+                                            *self._region_keys.values()))
         return rows, states
 
     # -- languages -----------------------------------------------------------------------
@@ -856,6 +897,19 @@ class UniqueGuards:
         rules = dict(library.rules) if library is not None else {}
         rules["element"] = expr
         return Automaton(Grammar(rules, "element", library=library), self._options)
+
+    def region_of(self, node: PathNode, key: bytes) -> PathNode | None:
+        """The place of the value of an unlisted key of ``node`` spelt ``key`` (between its
+        quotes, escapes as written): that of the region whose key literals hold it."""
+        literal = b'"' + key + b'"'
+        for expr, place in node.regions:
+            automaton = self._region_keys.get(id(expr))
+            if automaton is None:
+                automaton = self._region_keys[id(expr)] = self._automaton(expr)
+            state = automaton.step_bytes(automaton.start, literal)
+            if state != Automaton.DEAD and automaton.is_accepting(state):
+                return place
+        return None
 
     def _element(self, guard: UniqueGuard, index: int) -> Automaton:
         key = (id(guard), min(index, len(guard.positions)))
@@ -1049,7 +1103,9 @@ class UniqueGuards:
                         top = stack[-1][1]
                         pending = None
                         if top is not None and text is not None:
-                            pending = top.member(json.loads(b'"' + text + b'"'))
+                            found = top.member(json.loads(b'"' + text + b'"'))
+                            pending = (self.region_of(top, text) if found is UNLISTED
+                                       else cast("PathNode | None", found))
                         mode, text = _COLON, None
                     else:
                         if region is not None and text is not None:

@@ -157,6 +157,12 @@ SCHEMAS = {
                                               {"type": "string", "maxLength": 2}]}},
     "draft4-integers": {"$schema": "http://json-schema.org/draft-04/schema#", "type": "array",
                         "uniqueItems": True, "items": {"type": "integer", "maximum": 99}},
+    # Unlisted keys split by patterns: each key's region read from its text, escapes too.
+    "pattern-keys": {"type": "object", "maxProperties": 3, "patternProperties": {
+        "^x": {"type": "array", "uniqueItems": True, "items": {"type": "string"}},
+        "^y": {"type": "array", "items": {"type": "string"}}},
+        "additionalProperties": {"type": "array", "uniqueItems": True, "maxItems": 3,
+                                 "items": {"type": "string", "maxLength": 1}}},
     "tree": {"type": "object", "additionalProperties": False,
              "properties": {"tags": {"type": "array", "items": {"type": "string"},
                                      "uniqueItems": True},
@@ -215,6 +221,10 @@ def test_walks_end_valid_and_never_stall(name: str, vocab: Vocabulary) -> None:
      ['[1, 1]', '[true, 1, true]', '[0, false, -0]', '[1.0, 0, 1]']),
     ("integer-or-string", ['[1, "1", 0, ""]', '["12", 12]'], ['[1, "1", 1]', '["a", 3, "a"]']),
     ("draft4-integers", ['[1, 2, 12, 21, -1, 0]'], ['[1, 1]', '[0, -0]', '[99, 98, 99]']),
+    ("pattern-keys", ['{"x": ["a", "b"], "ya": ["a", "a"], "z": ["a", ""]}',
+                      '{"\\u0079": ["b", "b"], "xy": []}'],
+     ['{"xa": ["a", "a"]}', '{"y": [], "\\u0078": ["b", "b"]}', '{"zz": ["a", "a"]}',
+      '{"ya": ["a"], "a": ["", "b", ""]}']),
     ("tree", ['{"tags": ["a"], "kids": [{"tags": ["a", "b"]}]}'],
      ['{"kids": [{"kids": [{"tags": ["x", "x"]}]}]}']),
 ])
@@ -312,16 +322,11 @@ def test_torch_bitmask(vocab: Vocabulary) -> None:
                                   {"properties": {"k": {"type": "array", "maxItems": 3}}}],
       "$defs": {"u": {"type": "array", "uniqueItems": True, "items": {"type": "string"}}}},
      "not fixed"),
-    ({"type": "object", "patternProperties": {
-        "^x": {"type": "array", "uniqueItems": True, "items": {"type": "string"}},
-        "^y": {"type": "array"}}}, "not fixed"),
-    ({"type": "object", "patternProperties": {
-        "^y": {"type": "array"},
-        "^x": {"type": "array", "uniqueItems": True, "items": {"type": "string"}}}},
+    # Keys split by patterns, in two branches: which branch holds is not in the text.
+    ({"anyOf": [{"type": "object", "patternProperties": {"^x": {"$ref": "#/$defs/u"}}},
+                {"type": "object", "required": ["y"]}],
+      "$defs": {"u": {"type": "array", "uniqueItems": True, "items": {"type": "string"}}}},
      "not fixed"),
-    ({"type": "object", "patternProperties": {"^x": {"type": "array"}},
-      "additionalProperties": {"type": "array", "uniqueItems": True,
-                               "items": {"type": "string"}}}, "not fixed"),
     ({"type": "object", "properties": {"a": {"$ref": "#/$defs/u"}},
       "$defs": {"u": {"type": "array", "uniqueItems": True, "items": {"type": "string"}}},
       "not": {"properties": {"a": {"$ref": "#/$defs/u"}}, "required": ["a"]}}, "not fixed"),
