@@ -458,7 +458,24 @@ def only_utf8(expr: Expr, memo: dict[int, tuple[Expr, bool]]) -> bool:
     >>> only_utf8(star(chars([(0, 0x10FFFF)])), {}), only_utf8(complement(literal("a")), {})
     (True, False)
     """
-    stack = [expr]  # a walk, not recursion: front ends build expressions thousands deep
+    def judge(node: Expr, parts: list[bool]) -> bool:
+        if isinstance(node, Chars):
+            return True
+        if isinstance(node, And):
+            return any(parts)
+        if isinstance(node, (Seq, Alt, Repeat)):
+            return all(parts)
+        return False  # Bytes, Not, Ref, Lazy
+
+    return _fold(expr, memo, judge)
+
+
+def _fold(expr: Expr, memo: dict[int, tuple[Expr, bool]],
+          judge: Callable[[Expr, list[bool]], bool]) -> bool:
+    """``judge`` of ``expr`` given the judgements of its parts (through ``Seq``, ``Alt``,
+    ``Repeat`` and ``And``; other nodes are leaves), memoized by node in ``memo``. A walk,
+    not recursion: front ends build expressions thousands deep."""
+    stack = [expr]
     while stack:
         node = stack[-1]
         if id(node) in memo:
@@ -470,15 +487,7 @@ def only_utf8(expr: Expr, memo: dict[int, tuple[Expr, bool]]) -> bool:
             stack.extend(todo)
             continue
         stack.pop()
-        if isinstance(node, Chars):
-            found = True
-        elif isinstance(node, And):
-            found = any(memo[id(c)][1] for c in parts)
-        elif isinstance(node, (Seq, Alt, Repeat)):
-            found = all(memo[id(c)][1] for c in parts)
-        else:  # Bytes, Not, Ref, Lazy
-            found = False
-        memo[id(node)] = (node, found)
+        memo[id(node)] = (node, judge(node, [memo[id(c)][1] for c in parts]))
     return memo[id(expr)][1]
 
 
@@ -494,29 +503,16 @@ def may_read(expr: Expr, ranges: Ranges) -> bool:
     >>> may_read(intersect(literal("15"), complement(literal("1.5"))), dot)
     False
     """
-    memo: dict[int, tuple[Expr, bool]] = {}
-    stack = [expr]  # a walk, not recursion, as in only_utf8
-    while stack:
-        node = stack[-1]
-        if id(node) in memo:
-            stack.pop()
-            continue
-        parts = children(node) if isinstance(node, (Seq, Alt, Repeat, And)) else ()
-        todo = [c for c in parts if id(c) not in memo]
-        if todo:
-            stack.extend(todo)
-            continue
-        stack.pop()
+    def judge(node: Expr, parts: list[bool]) -> bool:
         if isinstance(node, (Chars, Bytes)):
-            found = bool(intersect_ranges(node.ranges, ranges))
-        elif isinstance(node, And):
-            found = all(memo[id(c)][1] for c in parts)
-        elif isinstance(node, (Seq, Alt, Repeat)):
-            found = any(memo[id(c)][1] for c in parts)
-        else:  # Not, Ref, Lazy
-            found = True
-        memo[id(node)] = (node, found)
-    return memo[id(expr)][1]
+            return bool(intersect_ranges(node.ranges, ranges))
+        if isinstance(node, And):
+            return all(parts)
+        if isinstance(node, (Seq, Alt, Repeat)):
+            return any(parts)
+        return True  # Not, Ref, Lazy
+
+    return _fold(expr, {}, judge)
 
 
 def _refs(expr: Expr, seen: set[int]) -> Iterable[str]:
