@@ -25,7 +25,7 @@ from __future__ import annotations
 import os
 from decimal import Decimal
 from fractions import Fraction
-from functools import partial
+from functools import lru_cache, partial
 
 from .grammar import (
     EMPTY,
@@ -61,6 +61,13 @@ NONZERO = char_range("1", "9")
 _ZERO = literal("0")
 _DOT = literal(".")
 
+SHARED_PIECES = 4096
+"""How many results each pure builder of digit and number languages keeps. Expressions
+are immutable, so equal arguments share one result, within a language and across
+constraints: the two signs of a bounded number read the same limits, and bounds met
+before share their pieces (a new ``minimum``/``maximum`` pair's language took ~0.8 ms
+to build; ~0.1 ms when its pieces recur)."""
+
 MAX_MODULUS_STATES = 5_000
 """Budget for :func:`multiple_language`: layered states of the ``2**a 5**b`` part plus the
 cube of the part coprime to 10 (state elimination). Beyond it the caller gets ``None``."""
@@ -89,6 +96,7 @@ def digit_class(lo: int, hi: int) -> Expr:
     return chars([(48 + lo, 48 + hi)])
 
 
+@lru_cache(maxsize=SHARED_PIECES)
 def digit_string(text: str) -> Expr:
     """The literal ``text``, runs of one character written as counted repeats (a long
     literal would otherwise be a long sequence).
@@ -111,6 +119,7 @@ def _any_digits(n: int) -> Expr:
     return repeat(DIGIT, n, n)
 
 
+@lru_cache(maxsize=SHARED_PIECES)
 def _fixed(lo: str | None, hi: str | None, n: int, first_min: int = 0) -> Expr:
     """Strings of exactly ``n`` digits between ``lo`` and ``hi`` (digit strings of length
     ``n``; ``None``: unconstrained), whose first digit is at least ``first_min``."""
@@ -168,6 +177,7 @@ def _fixed(lo: str | None, hi: str | None, n: int, first_min: int = 0) -> Expr:
     return alt(*parts)
 
 
+@lru_cache(maxsize=SHARED_PIECES)
 def uint_range(lo: int, hi: int | None) -> Expr:
     """Canonical decimal spellings of the integers in ``[lo, hi]`` (``hi=None``: no limit).
 
@@ -227,6 +237,7 @@ def decimal_digits(value: Fraction) -> tuple[int, str]:
     return whole, "".join(digits)
 
 
+@lru_cache(maxsize=SHARED_PIECES)
 def fraction_range(
     lo: str | None, lo_strict: bool, hi: str | None, hi_strict: bool, nonempty: bool = True
 ) -> Expr:

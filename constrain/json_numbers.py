@@ -68,11 +68,13 @@ import math
 import struct
 from decimal import Decimal
 from fractions import Fraction
+from functools import lru_cache
 from typing import Union
 
 from .digit_ranges import (
     DIGIT,
     NONZERO,
+    SHARED_PIECES,
     decimal_digits,
     digit_string,
     fraction_range,
@@ -326,12 +328,14 @@ def _round_int_bound(n: int | None, up: bool) -> int | None:
 # Spellings of positive values.
 
 
+@lru_cache(maxsize=SHARED_PIECES)
 def _positive_integers(a: int | None, b: int | None) -> Expr:
     """Spellings of the positive integers within a..b (None: unbounded)."""
     low = 1 if a is None else max(a, 1)
     return NOTHING if b is not None and b < low else uint_range(low, b)
 
 
+@lru_cache(maxsize=SHARED_PIECES)
 def _plain_decimals(lo: Limit, hi: Limit | None) -> Expr:
     """``I.F`` spellings (F non-empty) of values within lo..hi, lo >= 0."""
     i_lo, f_lo = decimal_digits(lo[0])
@@ -350,6 +354,7 @@ def _plain_decimals(lo: Limit, hi: Limit | None) -> Expr:
     return alt(*parts)
 
 
+@lru_cache(maxsize=SHARED_PIECES)
 def _mantissas(lo: Limit, hi: Limit) -> Expr:
     """Integer or plain-decimal spellings of values within lo..hi (0 < lo)."""
     a = math.ceil(lo[0]) + (1 if lo[1] and lo[0] == math.ceil(lo[0]) else 0)
@@ -357,6 +362,7 @@ def _mantissas(lo: Limit, hi: Limit) -> Expr:
     return alt(_positive_integers(a, b), _plain_decimals(lo, hi))
 
 
+@lru_cache(maxsize=SHARED_PIECES)
 def _exponent_value(k: int) -> Expr:
     """Every spelling of the exponent k after e/E: +05, 5, -0003, +0..."""
     if k > 0:
@@ -366,6 +372,7 @@ def _exponent_value(k: int) -> Expr:
     return seq(optional(_SIGN), plus(_ZERO))
 
 
+@lru_cache(maxsize=SHARED_PIECES)
 def _exponent_range(lo: int | None, hi: int | None) -> Expr:
     """Every spelling of the exponents in lo..hi (None: unbounded)."""
     if lo is not None and hi is not None and lo > hi:
@@ -381,12 +388,14 @@ def _exponent_range(lo: int | None, hi: int | None) -> Expr:
     return alt(*parts)
 
 
+@lru_cache(maxsize=SHARED_PIECES)
 def _mantissa_shape(j: int) -> Expr:
     if j >= 0:
         return seq(NONZERO, repeat(DIGIT, j, j), optional(_FRACTION))
     return seq(_ZERO, _DOT, repeat(_ZERO, -j - 1, -j - 1), NONZERO, star(DIGIT))
 
 
+@lru_cache(maxsize=SHARED_PIECES)
 def _exponent_forms(lo: Limit, hi: Limit | None) -> Expr:
     """``M e K`` spellings (policy mantissas) of positive values within lo..hi."""
     ten = Fraction(10)
@@ -436,6 +445,7 @@ _ZERO_SPELLINGS = seq(_ZERO, optional(seq(_DOT, plus(_ZERO))), _EXPONENT)
 _ZERO_DECIMALS = seq(_ZERO, _DOT, plus(_ZERO))
 
 
+@lru_cache(maxsize=SHARED_PIECES)
 def _positive_reals(lo: Limit, hi: Limit | None, exponents: bool) -> Expr:
     """Non-integer spellings of values within lo..hi, where 0 <= lo (0 itself excluded)."""
     if hi is not None and (hi[0] < lo[0] or (hi[0] == lo[0] and (hi[1] or lo[1]))):
