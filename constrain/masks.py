@@ -589,7 +589,7 @@ class TokenMasks:
         (items, after), first = text
         words = np.zeros(self.words, dtype=np.uint32)
         assert self._walk is not None and self._literals is not None  # compiled walk only
-        ends = self._walk.text(self._literals, items, first,
+        ends = self._walk.text(self._literals.table, items, first,
                                None if source is None else source[_SEEDS], words)
         if after is None:  # nothing follows: it may end where the text does
             return words, ends if with_exits else None

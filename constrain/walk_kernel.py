@@ -154,8 +154,8 @@ class TrieWalk:
 
     def text(self, table: Any, items: np.ndarray, first: int, seeds: np.ndarray | None,
              words: np.ndarray) -> np.ndarray:
-        """Read the trie through a text: the automata of ``items`` (ids in ``table``, a
-        :class:`~constrain.literal_runs.LiteralRuns`) from ``items[first]`` on, at every
+        """Read the trie through a text: the automata of ``items`` (ids in ``table``, an
+        :class:`~constrain.literal_runs.ItemTable`) from ``items[first]`` on, at every
         root (``seeds`` ``None``) or at ``seeds``, setting in ``words`` every token read
         within the text; returns the nodes with children where the whole text is read
         (a new array)."""

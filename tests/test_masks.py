@@ -921,6 +921,57 @@ def test_text_chains_are_shared_by_the_positions_of_one_text() -> None:
     assert not any(gc.is_tracked(entry) for entry in runs._by_state.values())
 
 
+def test_text_items_are_shared_by_every_automaton_until_the_table_is_full(
+        qwen_slice: Vocabulary, monkeypatch: pytest.MonkeyPatch) -> None:
+    """The items' automata are appended once per process: a second schema whose keys
+    use the same characters finds them by structure (the table does not grow), and its
+    masks are brute force's. Once the table is full, new automata start another one,
+    while those holding the old one keep reading (and appending to) theirs."""
+    from constrain import literal_runs
+    from constrain.json_schema import schema_to_grammar
+
+    if not walk_kernel.available():
+        pytest.skip("plans are made with the compiled kernel (numba not installed)")
+    table = [*(t for t in qwen_slice.token_bytes if t is not None), *_TEXT_PIECES]
+    table = list(dict.fromkeys(table))
+    vocab = Vocabulary.from_token_bytes([*table, None], eos_token_ids=[len(table)])
+
+    def automaton_of(keys: list[str]) -> Automaton:
+        schema = {"type": "object", "additionalProperties": False,
+                  "properties": {k: {"type": "integer"} for k in keys}}
+        return Automaton(schema_to_grammar(schema))
+
+    def prefixes(keys: list[str]) -> list[bytes]:
+        return [b'{"', *(b'{"' + k.encode()[:i] for k in keys for i in (1, 2)),
+                b'{"' + keys[0].encode() + b'": 1, "']
+
+    monkeypatch.setattr(literal_runs, "_table", literal_runs.ItemTable())
+    first = automaton_of(["name", "date"])
+    masks = TokenMasks(first, vocab)
+    for p in prefixes(["name", "date"]):
+        masks.mask(first.step_bytes(first.start, p))
+    shared = masks._literals.table  # type: ignore[union-attr]
+    held = shared.items
+    assert held > 0
+
+    again = automaton_of(["mean", "tend"])  # the same characters, other keys
+    states = [again.step_bytes(again.start, p) for p in prefixes(["mean", "tend"])]
+    assert_masks_match(again, vocab, states, True)
+    assert shared.items == held, "items found by structure were appended again"
+
+    monkeypatch.setattr(literal_runs, "_MAX_TABLE_STATES", 1)
+    fresh = automaton_of(["éa", "日本"])
+    fresh_masks = TokenMasks(fresh, vocab)
+    assert fresh_masks._literals.table is not shared  # type: ignore[union-attr]
+    states = [fresh.step_bytes(fresh.start, p) for p in prefixes(["éa", "日本"])]
+    assert_masks_match(fresh, vocab, states, True)
+    # The first automaton still appends to the table it holds, full or not.
+    for p in (b'{"n', b'{"name": 1, "d'):
+        masks.mask(first.step_bytes(first.start, p))
+    late = [first.step_bytes(first.start, b'{"name": 1, "da')]
+    assert_masks_match(first, vocab, late, True)
+
+
 _GAP_TEXTS = {
     "gaps-between-items": r'[ \n]{0,3}:[ \n]{0,3}\{[ \n]{0,2}"ab"',
     "unbounded-gap": r'[ \n]*"x"[ \n]{0,2}:',
