@@ -131,10 +131,12 @@ class ItemTable:
             self.edge_bits = _grown(self.edge_bits, edges)
 
 
-# States one shared table holds before new automata start another: items found by
-# structure are few (the characters of keys, with their escapes, ~7 states each), but an
-# item without a fingerprint is appended for every automaton that meets it.
-_MAX_TABLE_STATES = 1 << 20
+# States one shared table holds before new automata start another (~40 bytes a state
+# with its edges: ~10 MB). Items are few (the characters of keys with their escapes, ~7
+# states each), but each generation of structure ids (see terms._StructureIds) appends
+# them again under new keys, and an item without a fingerprint is appended for every
+# automaton that meets it.
+_MAX_TABLE_STATES = 1 << 18
 _table = ItemTable()
 _table_lock = threading.Lock()
 
