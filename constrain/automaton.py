@@ -273,7 +273,9 @@ class Automaton:
         self._stack_frames: list[tuple[int, int]] = [(EPS, EMPTY_STACK)]
         self._stack_ids: dict[tuple[int, int], int] = {}
         self._stack_can_end_flags: list[bool] = [True]
-        self._configs: list[Config] = [()]
+        # None for a state of an exponential automaton made from its members' bitset alone
+        # (see _step_members): its union term and stack are made if something asks.
+        self._configs: list[Config | None] = [()]
         self._config_ids: dict[Config, int] = {(): self.DEAD}
         self._rows = np.empty((64, 256), dtype=np.int32)
         # Single steps of states without a row, by ``state << 8 | byte`` (a number: no
@@ -597,7 +599,7 @@ class Automaton:
                 self._rows[state], self._successors[state] = run
                 return
             pieces: list[tuple[int, Stack]] = []
-            for stack in self._configs[state]:
+            for stack in self._config_of(state):
                 self._stack_pieces(stack, pieces)
             row = np.zeros(256, dtype=np.int32)
             successors = []
@@ -623,7 +625,7 @@ class Automaton:
         whitespace in JSON makes twenty such states at every gap; this is ~10× cheaper than
         deriving each. ``None`` where the shortcut does not apply (the run's bytes also
         start the tail, or any other shape)."""
-        config = self._configs[state]
+        config = self._config_of(state)
         if len(config) != 1:
             return None
         (stack,) = config
@@ -761,7 +763,7 @@ class Automaton:
         strings that share a prefix) derives them again from the terms' memos."""
         ensure_recursion_limit()
         with self._lock:
-            config = self._configs[state]
+            config = self._config_of(state)
             for i, byte in enumerate(data):
                 pieces: list[tuple[int, Stack]] = []
                 for stack in config:
@@ -790,13 +792,42 @@ class Automaton:
             following = sets.step(bits, data)
             found = self._state_of_bits.get(following)
             if found is None:
-                stack = (self._push(EMPTY_STACK, self.terms.union_of(sets.members(following)))
-                         if following else DEAD_STACK)
-                found = self.DEAD if stack == DEAD_STACK else self._intern((stack,))
+                # Every member is live (a plain language): no bits, no state.
+                found = self._intern_members(following) if following else self.DEAD
                 self._state_of_bits[following] = found
-                if found != self.DEAD:
-                    self._bits_of_state.setdefault(found, following)
             return found
+
+    def _intern_members(self, bits: int) -> int:
+        """A new state for the union of the members ``bits`` (of an :attr:`exponential`
+        automaton), without its configuration: decoding reads such a state's bitset
+        (steps, masks from its members) and nothing else, so the union term and stack,
+        half of a step's time, are made only where something asks (see
+        :meth:`_config_of`)."""
+        ident = len(self._configs)
+        if ident >= self.options.max_states:
+            raise ResourceLimitError(
+                "max_states", self.options.max_states, "raise AutomatonOptions.max_states"
+            )
+        self._configs.append(None)
+        if ident >= len(self._rows):
+            self._grow_rows()
+        self._rows[ident] = -1  # no row yet
+        self._accepting[ident] = self._member_sets.nullable(bits)
+        self._bits_of_state[ident] = bits
+        return ident
+
+    def _config_of(self, state: int) -> Config:
+        """The configuration of ``state``, made now for one interned by its members alone
+        (see :meth:`_intern_members`). Another state may hold the same configuration (one
+        reached through a row): they are equal states, their masks equal."""
+        config = self._configs[state]
+        if config is None:
+            with self._lock:
+                members = self._member_sets.members(self._bits_of_state[state])
+                config = (self._push(EMPTY_STACK, self.terms.union_of(members)),)
+                self._configs[state] = config
+                self._config_ids.setdefault(config, state)
+        return config
 
     def member_bits(self, state: int) -> int:
         """The bitset of ``state``'s union members, in an :attr:`exponential` automaton
@@ -804,7 +835,7 @@ class Automaton:
         found = self._bits_of_state.get(state)
         if found is None:
             sets = self._member_sets
-            (stack,) = self._configs[state]
+            (stack,) = self._config_of(state)
             top = self._stack_frames[stack][0]
             found = self._bits_of_state[state] = sets.bitset_of(self.terms.alternatives(top))
             self._state_of_bits.setdefault(found, state)
@@ -836,13 +867,16 @@ class Automaton:
         sets = self._member_sets
         with self._lock:
             stacks = {self._push(EMPTY_STACK, term) for term in sets.members(bits)}
-            return [self._intern((s,)) for s in stacks - {DEAD_STACK}]
+            states = [self._intern((s,)) for s in stacks - {DEAD_STACK}]
+            for state in states:  # found by their bits too (see _intern_members)
+                self.member_bits(state)
+            return states
 
     def _step(self, state: int, byte: int) -> int:
         ensure_recursion_limit()
         with self._lock:
             pieces: list[tuple[int, Stack]] = []
-            for stack in self._configs[state]:
+            for stack in self._config_of(state):
                 self._stack_pieces(stack, pieces, byte)
             stacks = _config(stack for _, stack in pieces)
             target = self._intern(stacks) if stacks else self.DEAD
@@ -871,7 +905,7 @@ class Automaton:
         """For a state whose next step is ``x{lo,hi}`` of a character class ``x`` (the top
         of its only stack): ``(ascii bits, all non-ASCII chars too, hi)`` — any run of at most
         ``hi`` such characters is allowed from here. ``None`` for any other state."""
-        config = self._configs[state]
+        config = self._config_of(state)
         if len(config) != 1:
             return None
         (stack,) = config
@@ -884,7 +918,7 @@ class Automaton:
         """Whether every multi-byte character leads from ``state`` back to it, as the top
         of its only stack shows without building the states inside those characters (see
         :meth:`TermStore.loops_on_multibyte_chars`); False where it does not show it."""
-        config = self._configs[state]
+        config = self._config_of(state)
         if len(config) != 1 or config[0] == EMPTY_STACK:
             return False
         with self._lock:  # it may derive, which makes terms
@@ -902,7 +936,7 @@ class Automaton:
         Tokens are such strings, so the two have the same mask: decoding a long counted
         run meets a new state at every token, but all of them share the twin's mask.
         """
-        config = self._configs[state]
+        config = self._config_of(state)
         if len(config) != 1 or config[0] == EMPTY_STACK:
             return state
         top, rest = self._stack_frames[config[0]]
@@ -924,7 +958,7 @@ class Automaton:
         A ``maxLength`` shorter than the longest token (plus what the pattern needs to
         end) has no :meth:`bounded_twin`, but its mask is still the pattern's but for the
         few tokens longer than that reach (see :class:`~constrain.masks.TokenMasks`)."""
-        config = self._configs[state]
+        config = self._config_of(state)
         if len(config) != 1 or config[0] == EMPTY_STACK:
             return None
         top, rest = self._stack_frames[config[0]]
@@ -941,7 +975,7 @@ class Automaton:
         (:meth:`TermStore.plain_length_bound`): its parts; ``None`` for any other state.
         With them a token longer than the bound's reach is decided from how many units it
         writes and the pattern's state after it (see :meth:`fits_length_bound`)."""
-        config = self._configs[state]
+        config = self._config_of(state)
         if len(config) != 1 or config[0] == EMPTY_STACK:
             return None
         top = self._stack_frames[config[0]][0]
@@ -1009,7 +1043,7 @@ class Automaton:
         >>> (run.least, run.most), a.step_bytes(loop, b"abcdefghijk!") == a.step_bytes(after, b"!")
         ((2, 9), True)
         """
-        config = self._configs[state]
+        config = self._config_of(state)
         if len(config) != 1 or config[0] == EMPTY_STACK:
             return None
         top, below = self._stack_frames[config[0]]
@@ -1044,7 +1078,7 @@ class Automaton:
         >>> len(text.items), a.step_bytes(a.start, b"ab") == text.after
         (2, True)
         """
-        config = self._configs[state]
+        config = self._config_of(state)
         if len(config) != 1 or config[0] == EMPTY_STACK:
             return None
         top, below = self._stack_frames[config[0]]
@@ -1153,7 +1187,7 @@ class Automaton:
         return found  # type: ignore[return-value]
 
     def _find_alternatives(self, state: int, limit: int) -> tuple[int, ...] | None:
-        config = self._configs[state]
+        config = self._config_of(state)
         t, frames = self.terms, self._stack_frames
         found: tuple[int, ...] | None = None
         if not (all(s == EMPTY_STACK
@@ -1168,7 +1202,7 @@ class Automaton:
         """For a state that is one lexical term and nothing after it (a head, see
         :meth:`head_split`), an id of that term's structure, equal across automata
         (:meth:`TermStore.fingerprint`); ``None`` for any other state."""
-        config = self._configs[state]
+        config = self._config_of(state)
         if len(config) != 1 or config[0] == EMPTY_STACK:
             return None
         top, rest = self._stack_frames[config[0]]
@@ -1199,7 +1233,7 @@ class Automaton:
         >>> len(a.members(state, 8)), a.members(state, 8, uncovered=True) == [a.start]
         (2, True)
         """
-        config = self._configs[state]
+        config = self._config_of(state)
         if len(config) > limit:
             return None
         with self._lock:
@@ -1227,7 +1261,7 @@ class Automaton:
         """For a state that is one term ``(x* & ~K)·tail`` and nothing after it (see
         :meth:`TermStore.excluded_words`): the states of ``x*·tail``, ``K`` and
         ``tail``, whose tokens make its own; ``None`` for any other state."""
-        config = self._configs[state]
+        config = self._config_of(state)
         if len(config) != 1 or config[0] == EMPTY_STACK:
             return None
         top, rest = self._stack_frames[config[0]]
@@ -1272,7 +1306,7 @@ class Automaton:
             return self._intern(_config((stack,)))
 
     def _find_head_split(self, state: int) -> tuple[int, bool, bool, int, int] | None:
-        config = self._configs[state]
+        config = self._config_of(state)
         if len(config) != 1:
             return None
         (stack,) = config
@@ -1366,6 +1400,10 @@ class Automaton:
                 self.exponential = True
                 self._member_sets.derive_reachable(self.member_bits(self.start),
                                                    _EAGER_MEMBERS)
+                # Decoding finds states by their members from now on (see
+                # _intern_members): the states built so far must be found that way too.
+                for built in seen:
+                    self.member_bits(built)
                 return False
             widths.append(width)
             level = following

@@ -177,3 +177,28 @@ def test_members_derived_ahead_step_as_members_derived_when_met() -> None:
     assert small.size < numbered
     # Found exponential while building ahead, an automaton derives them all then.
     assert exponential("[ab]*a[ab]{6}c")._member_sets.size == numbered
+
+
+def test_states_made_from_members_make_no_term_until_asked() -> None:
+    """A step of an exponential automaton makes its state from the members' bitset
+    alone (no union term, no stack: half a step's time); asked for a row, the state
+    makes its configuration, and the row's successors agree with ``re`` on every byte."""
+    pattern = "[ab]*a[ab]{8}c"
+    automaton = exponential(pattern)
+    compiled = re.compile(pattern)
+    texts = [b"ab" * 4 + b"a" + b"b" * i for i in range(9)] + [b"bbab" * 3, b"a" * 11]
+    states = []
+    for text in texts:
+        terms = len(automaton.terms)
+        state = automaton.step_bytes(automaton.start, text)
+        assert state != DEAD and len(automaton.terms) == terms, text
+        assert automaton.is_accepting(state) == bool(compiled.fullmatch(text.decode()))
+        states.append((text, state))
+    for text, state in states:
+        row = automaton.row(state)
+        for byte in b"abc":
+            prefix = (text + bytes([byte])).decode()
+            extendable = any(compiled.fullmatch(prefix + rest) for rest in ("", *_SUFFIXES))
+            assert (row[byte] != DEAD) == extendable, prefix
+            if row[byte] != DEAD:
+                assert automaton.is_accepting(int(row[byte])) == bool(compiled.fullmatch(prefix))
