@@ -48,6 +48,7 @@ __all__ = [
     "children",
     "complement",
     "contents",
+    "inside",
     "intersect",
     "intersect_ranges",
     "literal",
@@ -263,7 +264,14 @@ class Lazy:
         _set_field(self, "nullable", nullable)
         _set_field(self, "parts", parts)
         _set_field(self, "needs", needs)
-        _set_field(self, "_contents", _contents_of(parts, False))
+        found = _contents_of(parts, False)
+        if needs and found is not None and not found[1]:
+            # A reference among the needs counts too (see inside()): a walk that unfolds
+            # references skips a node without any, and had left a reference marker in the
+            # needs of a node whose parts it had made regular (Github_hard/o36016).
+            in_needs = _contents_of(needs, False)
+            found = None if in_needs is None else (found[0], in_needs[1])
+        _set_field(self, "_contents", found)
 
 
 Expr = Union[Chars, Bytes, Seq, Alt, Repeat, And, Not, Ref, Lazy]  # noqa: UP007 (a runtime alias)
@@ -368,9 +376,23 @@ def children(expr: Expr) -> tuple[Expr, ...]:
     return ()
 
 
+def inside(expr: Expr) -> tuple[Expr, ...]:
+    """:func:`children`, with a :class:`Lazy` node's ``needs`` too: every expression a
+    walk that rewrites references must reach (see :func:`contents`).
+
+    >>> node = Lazy("k", lambda: literal("a"), False, parts=(literal("a"),), needs=(ref("r"),))
+    >>> len(children(node)), len(inside(node)), contents(node)
+    (1, 2, (False, True))
+    """
+    if isinstance(expr, Lazy):
+        return (*expr.parts, *expr.needs)
+    return children(expr)
+
+
 def contents(expr: Expr) -> tuple[bool, bool]:
     """``(boolean, has_ref)``: whether an intersection or complement, and whether a rule
-    reference, occurs in ``expr`` (in a :class:`Lazy` node: in its parts).
+    reference, occurs in ``expr`` (in a :class:`Lazy` node: in its parts, and a reference
+    in its needs too).
 
     Known from construction (each node combines its parts'), so this is a lookup; the walk
     below serves nodes whose parts did not know theirs.
@@ -389,7 +411,7 @@ def contents(expr: Expr) -> tuple[bool, bool]:
         if node._contents is not None:
             stack.pop()
             continue
-        parts = children(node)
+        parts = inside(node)
         todo = [c for c in parts if getattr(c, "_contents", None) is None]
         if todo:
             stack.extend(todo)
@@ -398,9 +420,9 @@ def contents(expr: Expr) -> tuple[bool, bool]:
         boolean = isinstance(node, (And, Not))
         has_ref = isinstance(node, Ref)
         for c in parts:
-            c_boolean, c_ref = c._contents  # type: ignore[misc]
-            boolean = boolean or c_boolean
-            has_ref = has_ref or c_ref
+            has_ref = has_ref or c._contents[1]  # type: ignore[index]
+        for c in children(node):  # a lazy node's needs are no intersection of its own
+            boolean = boolean or c._contents[0]  # type: ignore[index]
         object.__setattr__(node, "_contents", (boolean, has_ref))
     return expr._contents  # type: ignore[return-value]
 

@@ -46,8 +46,8 @@ from .grammar import (
     Repeat,
     Seq,
     alt,
-    children,
     complement,
+    inside,
     intersect,
     literal,
     plus,
@@ -215,13 +215,13 @@ class Regularizer:
                 if id(e) in marked:
                     stack.pop()
                     continue
-                todo = [i for i in children(e) if id(i) not in marked]
+                todo = [i for i in inside(e) if id(i) not in marked]
                 if todo:
                     stack.extend(todo)
                     continue
                 stack.pop()
                 value = (isinstance(e, Ref) and e.name.startswith(_PENDING)) or any(
-                    marked[id(i)][1] for i in children(e))
+                    marked[id(i)][1] for i in inside(e))
                 marked[id(e)] = (e, value)
             return marked[id(expr)][1]
 

@@ -433,6 +433,21 @@ TREE = {
     "properties": {"name": {"type": "string"}, "children": {"type": "array", "items": {"$ref": "#"}}},
     "required": ["name"],
 }
+# A recursion through an overlapping-looking oneOf whose branches are told apart by their
+# failures: a reference marker the unfolding left in a lazy node's needs reached the
+# automaton as an unknown rule (a KeyError; MaskBench Github_medium/o39146).
+EXCEPTION_CHAIN = {
+    "type": "object",
+    "properties": {"error": {"$ref": "#/definitions/exception"}},
+    "definitions": {
+        "exception": {"type": "object", "required": ["type"], "properties": {
+            "type": {"type": "string"}, "causedBy": {"$ref": "#/definitions/maybe"}}},
+        "cycle": {"type": "object", "additionalProperties": False,
+                  "required": ["circularReference"],
+                  "properties": {"circularReference": {"$ref": "#/definitions/exception"}}},
+        "maybe": {"oneOf": [{"$ref": "#/definitions/exception"}, {"$ref": "#/definitions/cycle"}]},
+    },
+}
 
 
 def _linked(depth: int, bad: bool = False) -> Any:
@@ -454,6 +469,13 @@ def _tree(depth: int) -> Any:
     pytest.param(LINKED_LIST, _linked(10, bad=True), id="linked-list-10-bad-leaf"),
     pytest.param(TREE, _tree(10), id="tree-10"),
     pytest.param(TREE, {"children": [_tree(3)]}, id="tree-missing-name"),
+    pytest.param(EXCEPTION_CHAIN, {"error": {"type": "a", "causedBy": {
+        "circularReference": {"type": "b", "causedBy": {"type": "c"}}}}}, id="chain-cycle"),
+    pytest.param(EXCEPTION_CHAIN, {"error": {"type": "a", "causedBy": {"type": "b", "x": 1}}},
+                 id="chain-exception"),
+    pytest.param(EXCEPTION_CHAIN, {"error": {"type": "a", "causedBy": {}}}, id="chain-neither"),
+    pytest.param(EXCEPTION_CHAIN, {"error": {"type": "a", "causedBy": {
+        "circularReference": {"type": "b"}, "type": "c"}}}, id="chain-cycle-with-extra-key"),
 ])
 def test_recursion(schema: Any, instance: Any) -> None:
     assert accepts(schema, json.dumps(instance)) == verdict(schema, instance)
