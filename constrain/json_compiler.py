@@ -69,7 +69,7 @@ from .json_objects import (
     refs_in_intersection_supported,
 )
 from .json_regular import Regularizer
-from .json_syntax import ARRAY_RULE, OBJECT_RULE, JsonSyntax, whitespace_gap
+from .json_syntax import ARRAY_RULE, OBJECT_RULE, VALUE_RULE, JsonSyntax, whitespace_gap
 from .json_typed import EMPTY_TYPED, JSON_TYPES, NeedsRegular, ObjectKeys, RefTracker, Typed
 from .regex import parse_regex
 
@@ -378,7 +378,7 @@ class Compiler:
             self._universe = Typed({
                 "null": syn.null, "boolean": alt(syn.true, syn.false), "number": syn.number,
                 "string": syn.string, "array": ref(ARRAY_RULE), "object": ref(OBJECT_RULE),
-            }, frozenset(JSON_TYPES))
+            }, frozenset(JSON_TYPES), call=ref(VALUE_RULE))
         return self._universe
 
     def _is_universe(self, expr: Expr, json_type: str) -> bool:

@@ -86,6 +86,12 @@ class Typed:
     opaque: frozenset[str] = _NO_TYPES
     """Parts that could not be built as regular languages and stand in as their whole type
     (only in negative position, where a larger language is the safe side)."""
+    call: Expr | None = None
+    """When set: a rule reference whose language is the union of the parts, which
+    :meth:`expr` gives instead of the union (any JSON value: ``json.value``). Decoding the
+    value then enters the rule on a stack frame of its own, so the states inside it are
+    the same wherever it occurs; inlined, they were derived again in front of each
+    place's continuation (an unlisted key's value, after every set of keys written)."""
 
     @property
     def types(self) -> tuple[str, ...]:
@@ -97,9 +103,10 @@ class Typed:
         return alt(*(self.parts[t] for t in self.types)) if self.parts else Alt(())
 
     def expr(self) -> Expr:
-        """The union of all parts (the empty language when there are none); the same
-        object on every call, so memos keyed by identity keep working."""
-        return self._union
+        """The union of all parts (the empty language when there are none), or
+        :attr:`call`; the same object on every call, so memos keyed by identity keep
+        working."""
+        return self._union if self.call is None else self.call
 
     def only(self, *types: str) -> Typed:
         """The parts of the given types."""

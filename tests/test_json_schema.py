@@ -403,6 +403,16 @@ CASES: list[tuple[str, Any, list[Any]]] = [
                          "items": {"$ref": "item.json"}}, [[1], ["x"]]),
     ("ref-chain", {"$defs": {"a": {"$ref": "#/$defs/b"}, "b": {"type": "boolean"}},
                    "$ref": "#/$defs/a"}, [True, 1]),
+    # Any value (``json.value``, entered as a rule) as a listed key's value, an unlisted
+    # key's, array items, a contains, a oneOf branch and under not.
+    ("any-value-places", {"type": "object", "required": ["a"],
+                          "properties": {"a": {}, "b": {"type": "array", "contains": {}}},
+                          "not": {"properties": {"a": {"const": 0}}}},
+     [{"a": {"x": [1, {"y": None}]}, "z": [True, "s"]}, {"a": 0}, {"a": 1.5, "b": []},
+      {"a": [], "b": [[]]}, {"b": [1]}, {"a": "0", "c": {}}, {"a": None, "a2": [{}]}]),
+    ("any-value-one-of", {"oneOf": [{}, {"type": "string"}], "$comment": "not a string"},
+     ["s", 1, [["x"]], {"k": "v"}, None]),
+    ("any-value-root", True, [{"a": [1, {"b": None}]}, [], "x", 0]),
 ]
 
 
