@@ -40,9 +40,9 @@ import json
 import re
 import warnings
 from collections.abc import Callable
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from decimal import Decimal
-from functools import lru_cache
+from functools import lru_cache, partial
 from typing import TYPE_CHECKING, Any
 
 from jsonschema import validators
@@ -70,7 +70,15 @@ from .json_objects import (
 )
 from .json_regular import Regularizer
 from .json_syntax import ARRAY_RULE, OBJECT_RULE, VALUE_RULE, JsonSyntax, whitespace_gap
-from .json_typed import EMPTY_TYPED, JSON_TYPES, NeedsRegular, ObjectKeys, RefTracker, Typed
+from .json_typed import (
+    EMPTY_TYPED,
+    JSON_TYPES,
+    LazyKeyValues,
+    NeedsRegular,
+    ObjectKeys,
+    RefTracker,
+    Typed,
+)
 from .regex import parse_regex
 
 if TYPE_CHECKING:
@@ -243,7 +251,10 @@ class Compiler:
             return found
         active = self._active.get(key)
         if active is not None:
-            active.recursive = True
+            if not active.recursive:
+                active.recursive = True
+                if "object" in active.refs.parts:
+                    active.refs = replace(active.refs, keys=self._recursion_keys(flat))
             return active.refs
         if len(self._active) >= MAX_NESTING:
             raise ResourceLimitError("schema_nesting", MAX_NESTING,
@@ -641,20 +652,9 @@ class Compiler:
             extras = self._extras(spec, regions, listed_keys, negative)
         order = "any" if negative or options.property_order == "any" else "schema"
         refs = any(self.refs.has_ref(m.value) for m in (*listed, *extras))
-        def value_of(key: str) -> Typed | None:
-            # In negative position: never smaller than the values the key may truly hold
-            # (where recursion meets an intersection, the positive language may be a
-            # subset), as proving two branches disjoint needs.
-            if spec.names and not self._name_allowed(spec.names, key, True):
-                return EMPTY_TYPED
-            try:
-                return self.value(spec.value_nodes(key, self._key_matcher(True)), True)
-            except UnsupportedSchemaError:  # not raised in negative position; kept safe
-                return None
-
         keys = ObjectKeys(required_values, frozenset(allowed),
                           frozenset(k for k in listed_keys if k not in allowed), not extras,
-                          value_of)
+                          partial(self._present_values, spec))
         low, high = spec.min_properties, spec.max_properties
         intersection_ok = not refs or (self.refs_in_and and order == "any")
         expr = object_language(syn, listed, extras, low, high, order=order,
@@ -687,6 +687,31 @@ class Compiler:
         assert expr is not None
         values = [m.value for m in (*listed, *extras)]
         return self.refs.mark(expr, any(self.refs.has_ref(v) for v in values)), keys
+
+    def _present_values(self, spec: ObjectSpec, key: str) -> Typed | None:
+        """The values ``key`` may hold where present in an object of ``spec``, read in
+        negative position: never smaller than the values it may truly hold (where
+        recursion meets an intersection, the positive language may be a subset), as
+        proving two branches disjoint needs."""
+        if spec.names and not self._name_allowed(spec.names, key, True):
+            return EMPTY_TYPED
+        try:
+            return self.value(spec.value_nodes(key, self._key_matcher(True)), True)
+        except UnsupportedSchemaError:  # not raised in negative position; kept safe
+            return None
+
+    def _recursion_keys(self, flat: list[Node]) -> ObjectKeys:
+        """Key facts of ``flat``'s objects read from its keywords alone, for a reference
+        back to a list still being compiled (its members are not known yet): the keys it
+        requires, with their values where present. A ``oneOf`` of recursive branches told
+        apart by a required key's value (``"@type": {"enum": ["csv"]}``) is then a plain
+        union, where it would otherwise subtract each branch's unfolded languages from
+        the others (Github_hard/o3905). Nothing is said about forbidden keys: the members
+        are not known."""
+        spec = ObjectSpec.merge(flat, self.options.strict_additional_properties)
+        present = partial(self._present_values, spec)
+        required = LazyKeyValues(spec.required, present, self.universe())
+        return ObjectKeys(required, frozenset(spec.listed_keys()), frozenset(), False, present)
 
     def _key_matcher(self, negative: bool) -> Callable[[str, str], bool]:
         """Whether a listed key matches a ``patternProperties`` pattern, as ``value_nodes``

@@ -21,14 +21,15 @@ sets.
 
 from __future__ import annotations
 
-from collections.abc import Callable, Iterable, Mapping
+from collections.abc import Callable, Iterable, Iterator, Mapping
 from dataclasses import dataclass, field
 from functools import cached_property
 from typing import Any, cast
 
 from .grammar import Alt, Expr, alt, complement, contents, intersect
 
-__all__ = ["EMPTY_TYPED", "JSON_TYPES", "NeedsRegular", "ObjectKeys", "RefTracker", "Typed"]
+__all__ = ["EMPTY_TYPED", "JSON_TYPES", "LazyKeyValues", "NeedsRegular", "ObjectKeys", "RefTracker",
+           "Typed"]
 
 JSON_TYPES = ("null", "boolean", "number", "string", "array", "object")
 """JSON types in the order their alternatives are listed."""
@@ -68,6 +69,33 @@ class ObjectKeys:
         if self.value_of is not None:
             return self.value_of(key)
         return self.required.get(key)
+
+
+class LazyKeyValues(Mapping[str, "Typed"]):
+    """:attr:`ObjectKeys.required` where the keys are known before their values: each
+    value is made by ``values_of(key)`` when first asked (``fallback`` where that says
+    ``None``: not known, so any value)."""
+
+    def __init__(self, keys: Iterable[str], values_of: Callable[[str], Typed | None],
+                 fallback: Typed) -> None:
+        self._keys = tuple(keys)
+        self._values_of = values_of
+        self._fallback = fallback
+        self._made: dict[str, Typed] = {}
+
+    def __getitem__(self, key: str) -> Typed:
+        found = self._made.get(key)
+        if found is None:
+            if key not in self._keys:
+                raise KeyError(key)
+            found = self._made[key] = self._values_of(key) or self._fallback
+        return found
+
+    def __iter__(self) -> Iterator[str]:
+        return iter(self._keys)
+
+    def __len__(self) -> int:
+        return len(self._keys)
 
 
 _NO_TYPES: frozenset[str] = frozenset()
