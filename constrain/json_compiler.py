@@ -504,11 +504,15 @@ class Compiler:
         n = spec.prefix_length
         positions = [self.value(spec.position_nodes(i), negative) for i in range(n)]
         rest = self.value(spec.position_nodes(n), negative)
+        elements = self.refs.union([*positions, rest])
+        max_items = spec.max_items
+        unique = spec.unique is not None and (max_items is None or max_items > 1)
+        if unique:
+            max_items = self._unique_bound(elements, max_items)
         base = array_language(self.syn, [p.expr() for p in positions], rest.expr(),
-                              spec.min_items, spec.max_items)
+                              spec.min_items, max_items)
         self.refs.mark(base, any(self.refs.has_ref(p.expr()) for p in [*positions, rest]))
         conjuncts = [base]
-        elements = self.refs.union([*positions, rest])
         for c in spec.contains:
             if c.low == 0 and c.high is None:
                 continue
@@ -522,11 +526,12 @@ class Compiler:
                             f"its {e.json_type} elements are recursive or free-form", negative)
                 continue
             conjuncts.append(counted_array(self.syn, other.expr(), mine.expr(), c.low, c.high))
-        if spec.unique is not None and (spec.max_items is None or spec.max_items > 1):
-            unique = self._unique(flat, spec.unique, [*positions, rest], elements, negative,
-                                  spec.max_items)
-            if unique is not None:
-                conjuncts.extend(unique)
+        if unique:
+            assert spec.unique is not None  # for mypy: that is what unique says
+            distinct = self._unique(flat, spec.unique, [*positions, rest], elements, negative,
+                                    max_items)
+            if distinct is not None:
+                conjuncts.extend(distinct)
         if len(conjuncts) == 1:
             return base
         try:
@@ -536,6 +541,21 @@ class Compiler:
             self.refuse(keyword, flat[0].pointer, "the array's elements are recursive or "
                         "free-form, so they cannot be counted", negative)
             return base
+
+    def _unique_bound(self, elements: Typed, max_items: int | None) -> int | None:
+        """``max_items`` for an array with ``uniqueItems`` whose elements come from ``N``
+        listed values, more than :attr:`JsonSchemaOptions.max_unique_values`: at most
+        ``N``, since distinct elements cannot outnumber them. Written into the array's
+        grammar, the guard that keeps them distinct while decoding always has a fresh
+        value left (see :mod:`constrain.unique_items`); without it, an enum of 865 names
+        was refused, its last elements possibly left with none. Fewer values are kept
+        distinct by the grammar itself, which bounds the length already."""
+        if elements.values is None:
+            return max_items
+        distinct = len({canonical(v) for v in elements.values})
+        if distinct <= self.options.max_unique_values:
+            return max_items
+        return distinct if max_items is None else min(max_items, distinct)
 
     def _unique(self, flat: list[Node], node: Node, positions: list[Typed], elements: Typed,
                 negative: bool, max_items: int | None) -> list[Expr] | None:
@@ -614,7 +634,9 @@ class Compiler:
                 enough = has_enough_values(expr, library, needed + integers)
             if not enough:
                 return "its elements have too few values to always leave a new one"
-        path.guard = UniqueGuard(tuple(elements[:-1]), elements[-1], node.pointer)
+        listed = tuple(None if p.values is None else tuple(p.values)
+                       for p in positions)
+        path.guard = UniqueGuard(tuple(elements[:-1]), elements[-1], node.pointer, listed)
         return None
 
     def _object(self, flat: list[Node], negative: bool) -> tuple[Expr | None, ObjectKeys | None]:

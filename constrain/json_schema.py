@@ -103,8 +103,9 @@ class JsonSchemaOptions:
     branches one schema may expand into when merging them with their siblings; beyond it
     branches are intersected as languages instead, which needs them to be regular.
 
-    ``max_unique_values`` (default 32): ``uniqueItems`` is exact when elements come from at
-    most this many values.
+    ``max_unique_values`` (default 32): ``uniqueItems`` is exact in the grammar when
+    elements come from at most this many values (one counted array per value); beyond,
+    a guard in the matcher keeps them distinct (see :mod:`constrain.unique_items`).
 
     ``intersection_depth`` (default 8): an intersection or complement (``not``, overlapping
     ``oneOf``, ``if``/``else``, ``contains``) cannot contain a free-form value (``{}``) or a

@@ -36,7 +36,8 @@ That is exact, not only sound, under three conditions the compiler checks
   with one to spare for ``-0``), more than any decoding run has tokens; that of element
   ``i`` of a tuple (``prefixItems``) at least ``i + 1``, more than the elements before it
   can use up. So the array can always take a new element where its schema allows one.
-  Numbers must all be integers (a number with a fraction has too many spellings:
+  (An enum of ``N`` values holds ``N``: the compiler bounds such an array's grammar at
+  ``N`` elements, as many as can be distinct.) Numbers must all be integers (a number with a fraction has too many spellings:
   ``1.5``, ``15e-1``, ``0.15E1``).
 - **Tokens that cross into the next element are simulated.** A token such as ``", "x``
   or ``, null`` ends an element, passes the comma and starts the next, whose prefix must
@@ -141,9 +142,18 @@ class UniqueGuard:
     positions: tuple[Expr, ...]
     rest: Expr
     pointer: str
+    # The values each element language holds, where they are listed (an enum): by
+    # position, the last for every later element, ``None`` where not listed.
+    values: tuple[tuple[object, ...] | None, ...] = ()
 
     def element(self, index: int) -> Expr:
         return self.positions[index] if index < len(self.positions) else self.rest
+
+    def listed(self, index: int) -> tuple[object, ...] | None:
+        """The values element ``index`` may take, where its language lists them."""
+        if not self.values:
+            return None
+        return self.values[min(index, len(self.values) - 1)]
 
 
 @dataclass(eq=False)
@@ -484,7 +494,7 @@ def has_enough_values(expr: Expr, library: Any, needed: int = MIN_VALUES,
     start = automaton.start
     if start == Automaton.DEAD:
         return False
-    if _plain_spellings_reach(automaton, needed):
+    if _plain_spellings(automaton, needed) >= needed:
         return True
     rows: dict[int, np.ndarray] = {}
     todo = [start]
@@ -521,30 +531,27 @@ def has_enough_values(expr: Expr, library: Any, needed: int = MIN_VALUES,
 _PLAIN_BYTES = np.array([b for b in range(0x20, 0x7F) if b != 0x5C])
 
 
-def _plain_spellings_reach(automaton: Automaton, target: int, start: int | None = None,
-                           max_length: int = 48, max_states: int = 256) -> bool:
-    """Whether ``automaton`` accepts ``target`` texts of printable ASCII without a
-    backslash of at most ``max_length`` bytes (after ``start``'s text, by default none),
-    counted length by length."""
+def _plain_spellings(automaton: Automaton, cap: int, start: int | None = None,
+                     max_length: int = 48, max_states: int = 256) -> int:
+    """How many texts of printable ASCII without a backslash, of at most ``max_length``
+    bytes, ``automaton`` accepts after ``start``'s text (by default none), counted length
+    by length up to ``cap``: a lower bound where the count stops early (more than
+    ``max_states`` states at one length), exact below ``cap`` otherwise."""
     start = automaton.start if start is None else start
     level = {start: 1}
     total = 1 if automaton.is_accepting(start) else 0
-    if total >= target:
-        return True
     for _ in range(max_length):
+        if total >= cap or not level or len(level) > max_states:
+            break
         nxt: dict[int, int] = {}
         for s, n in level.items():
             targets, counts = np.unique(automaton.row(s)[_PLAIN_BYTES], return_counts=True)
             for t, k in zip(targets.tolist(), counts.tolist()):
                 if t != Automaton.DEAD:
-                    nxt[t] = min(nxt.get(t, 0) + n * k, target)
+                    nxt[t] = min(nxt.get(t, 0) + n * k, cap)
         level = nxt
         total += sum(n for s, n in level.items() if automaton.is_accepting(s))
-        if total >= target:
-            return True
-        if not level or len(level) > max_states:
-            return False
-    return False
+    return min(total, cap)
 
 
 def _topological(nodes: set[int], succ: dict[int, list[int]]) -> list[int] | None:
@@ -601,6 +608,7 @@ _SHORT_ESCAPES = {'"': '"', "\\": "\\", "/": "/", "\b": "b", "\f": "f", "\n": "n
                   "\t": "t"}
 
 
+@lru_cache(maxsize=4096)
 def _spelled(value: object) -> bytes:
     """The canonical text of an element value (no escape but the ones JSON requires)."""
     return json.dumps(value, ensure_ascii=False).encode()
@@ -839,6 +847,13 @@ def _canonical_prefix(text: bytes) -> bytes:
     return _spelled(json.loads(text[:cut] + b'"'))[:-1] + text[cut:]
 
 
+def _escape_may_spell(text: bytes, partial: bytes) -> bool:
+    """Whether the unfinished escape ``partial`` may spell the first character of the
+    canonical ``text`` (a string's characters; none when empty)."""
+    char = _first_unit(text)
+    return char != _WILD and any(e.startswith(partial) for e in _escapes_of(char))
+
+
 def _escapes_of(char: str) -> list[bytes]:
     """Every escape that spells ``char`` (hex digits in either case)."""
     out = []
@@ -876,7 +891,8 @@ class UniqueGuards:
         self._elements: dict[tuple[int, int], Automaton] = {}
         self._region_keys: dict[int, Automaton] = {}
         self._guards: dict[tuple[int, int, frozenset[object]], Automaton] = {}
-        self._enough: dict[tuple[int, int, int], bool] = {}
+        self._endings: dict[tuple[int, int], int] = {}  # see live
+        self._listings: dict[tuple[int, int], tuple[list[bytes], list[_Used]] | None] = {}
         self._candidates: dict[tuple[bytes, int, bool], tuple[np.ndarray, np.ndarray]] = {}
         self._masks: dict[tuple[int, _Track], np.ndarray] = {}
 
@@ -918,6 +934,20 @@ class UniqueGuards:
             found = self._elements[key] = self._automaton(guard.element(index))
         return found
 
+    def _listed(self, guard: UniqueGuard, index: int
+                ) -> tuple[list[bytes], list[_Used]] | None:
+        """Element ``index``'s listed values (see :meth:`UniqueGuard.listed`) by their
+        canonical texts, sorted: the values a text may still spell are a run of them."""
+        key = (id(guard), min(index, len(guard.positions)))
+        if key not in self._listings:
+            values = guard.listed(index)
+            found = None
+            if values is not None:
+                pairs = sorted((_spelled(v), _used(v)) for v in values)
+                found = ([text for text, _ in pairs], [used for _, used in pairs])
+            self._listings[key] = found
+        return self._listings[key]
+
     def _guard(self, guard: UniqueGuard, index: int, used: frozenset[_Used]) -> Automaton:
         """Element ``index``'s language less the spellings of ``used``."""
         key = (id(guard), min(index, len(guard.positions)), used)
@@ -945,20 +975,42 @@ class UniqueGuards:
             exact = self._guard(guard, index, used)
             return exact.step_bytes(exact.start, text) != Automaton.DEAD
         head, partial = _split_escape(text) if mode == _STRING else (text, b"")
-        if not partial and not any(_spelled(u[1]).startswith(_canonical_prefix(head))
-                                   for u in used):
-            return True  # no used value starts so: every ending is new
+        listed = self._listed(guard, index)
+        if listed is not None:  # an enum: is a value that starts so left?
+            spellings, values = listed
+            prefix = _canonical_prefix(head)
+            i = bisect_left(spellings, prefix)
+            while i < len(spellings) and spellings[i].startswith(prefix):
+                # The rest of the value's text, its closing quote left out: no escape
+                # spells that.
+                if values[i] not in used and (not partial or _escape_may_spell(
+                        spellings[i][len(prefix):-1], partial)):
+                    return True
+                i += 1
+            return False
+        if partial:  # in the middle of an escape: any used value may be the one spelt
+            sharing = len(used)
+        else:
+            prefix = _canonical_prefix(head)
+            sharing = sum(_spelled(u[1]).startswith(prefix) for u in used)
+            if not sharing:
+                return True  # no used value starts so: every ending is new
         element = self._element(guard, index)
         state = element.step_bytes(element.start, text)
         if state == Automaton.DEAD:
             return False
-        needed = len(used) + 1
-        key = (id(element), state, needed)
-        enough = self._enough.get(key)
-        if enough is None:
-            enough = self._enough[key] = _plain_spellings_reach(element, needed, state)
-        if enough:
-            return True  # more endings than used values
+        # Each plain spelling is a value of its own, and one that starts so: more of them
+        # than used values starting so leave a new one. Counted once per state, not per
+        # number of values used (an enum of 257 names counted its endings again at
+        # every element).
+        key = (id(element), state)
+        endings = self._endings.get(key)
+        if endings is None:
+            if len(self._endings) >= self._KEPT:
+                self._endings.clear()
+            endings = self._endings[key] = _plain_spellings(element, MIN_VALUES, state)
+        if endings > sharing:
+            return True
         exact = self._guard(guard, index, used)
         return exact.step_bytes(exact.start, text) != Automaton.DEAD
 

@@ -118,6 +118,12 @@ SCHEMAS = {
     # Fewer values than a run could use up, but more than the array may hold.
     "big-enum": {"type": "array", "uniqueItems": True, "maxItems": 4,
                  "items": {"enum": [f"v{i}" for i in range(40)] + [None]}},
+    # More values than the grammar keeps apart (max_unique_values) and no maxItems: at
+    # most 40 distinct elements, which the grammar is told, so a new one is always left.
+    "enum-unbounded": {"type": "array", "uniqueItems": True,
+                       "items": {"enum": [f"v{i}" for i in range(40)]}},
+    "enum-escapes": {"type": "array", "uniqueItems": True, "items": {"enum": [
+        "é", "è", 'a"', "a", "\n", "😀", *(f"w{i}" for i in range(30))]}},
     "short-bounded": {"type": "array", "uniqueItems": True, "maxItems": 3,
                       "items": {"type": "string", "maxLength": 1}},
     "map": {"type": "object",
@@ -202,6 +208,11 @@ def test_walks_end_valid_and_never_stall(name: str, vocab: Vocabulary) -> None:
     ("shared-branch", ['{"a": ["x"], "b": ["x", "y"]}', '{"b": "x"}'],
      ['{"b": ["x", "x"]}', '{"a": ["y", "y"], "b": []}']),
     ("big-enum", ['["v1", "v10", null, "v0"]'], ['["v1", "v1"]', '[null, "v3", null]']),
+    ("enum-unbounded", ['["v1", "v10", "v0"]', json.dumps([f"v{i}" for i in range(40)])],
+     ['["v1", "v1"]', '["v3", "v2", "v3"]', json.dumps([f"v{i}" for i in range(40)] + ["v0"])]),
+    ("enum-escapes", ['["é", "\\u00e8", "a\\"", "a", "\\n", "😀"]', '["\\u00E9", "w1"]'],
+     ['["é", "\\u00e9"]', '["\\u00E9", "é"]', '["a\\"", "a\\u0022"]', '["a", "\\u0061"]',
+      '["😀", "\\ud83d\\ude00"]', '["\\n", "\\u000a"]']),
     ("short-bounded", ['["a", "b", ""]', '["é", "\\u00e8"]'], ['["a", "a"]', '["", "b", ""]']),
     ("map", ['{"fixed": ["a", "a"], "x": ["a", "b"], "y": []}'],
      ['{"x": ["a", "a"]}', '{"fixed": [], "\\u0078": ["b", "b"]}']),
@@ -254,6 +265,36 @@ def test_tokens_crossing_into_the_next_element_are_checked(vocab: Vocabulary) ->
     assert m.advance(by_bytes[b'", "ba'])
     # Now "a" and the element being read ("ba...") are taken: a closing quote is fine.
     assert m.is_allowed(ord('"'))
+
+
+def test_an_enum_used_up_ends_the_array(vocab: Vocabulary) -> None:
+    """Forty values and no maxItems: after all forty, no comma, the closing bracket."""
+    compiled = compile_json_schema(SCHEMAS["enum-unbounded"], vocab)
+    m = compiled.matcher()
+    assert m.advance_bytes(json.dumps([f"v{i}" for i in range(40)])[:-3].encode())
+    # Reading "v3 with v30..v38 used: only v39 is left.
+    assert m.is_allowed(ord("9")) and not m.is_allowed(ord("0")) and not m.is_allowed(ord('"'))
+    assert m.advance(ord("9")) and m.advance(ord('"'))
+    allowed = [vocab.token_bytes[t] for t in m.allowed_token_ids().tolist()]
+    assert b"]" in allowed and all(b"," not in t for t in allowed), allowed
+
+
+def test_an_unfinished_escape_may_spell_only_values_left(vocab: Vocabulary) -> None:
+    r"""With "é" used, ``"\u00e`` may still become "è" (``8"``) but not "é" (``9"``)."""
+    compiled = compile_json_schema(SCHEMAS["enum-escapes"], vocab)
+    m = compiled.matcher()
+    by_bytes = {b: t for t, b in enumerate(vocab.token_bytes)}
+    assert m.advance_bytes('["é", "'.encode()) and m.advance(by_bytes[b"\\u00"])
+    assert not m.is_allowed(by_bytes[b'e9"']) and not m.is_allowed(by_bytes[b'E9"'])
+    assert m.is_allowed(ord("e")) and m.advance(ord("e"))
+    assert not m.is_allowed(ord("9")) and m.is_allowed(ord("8"))
+
+
+def test_an_enum_too_small_for_min_items_is_empty(vocab: Vocabulary) -> None:
+    schema = {"type": "array", "uniqueItems": True, "minItems": 41,
+              "items": {"enum": [f"v{i}" for i in range(40)]}}
+    with pytest.raises(GrammarError, match="empty"):
+        compile_json_schema(schema, vocab)
 
 
 def test_bitmask_rollback_copy_and_reset(vocab: Vocabulary) -> None:
@@ -341,9 +382,8 @@ def test_torch_bitmask(vocab: Vocabulary) -> None:
      "too few values"),
     ({"type": "array", "uniqueItems": True, "items": {"type": "string", "pattern": "^[ab]$"}},
      "too few values"),
-    ({"type": "array", "uniqueItems": True, "items": {"enum": [f"v{i}" for i in range(40)]}},
-     "40 possible element values .* too few values"),
-    ({"type": "array", "uniqueItems": True, "maxItems": 41,
+    # Values enough for a later element but not for the tuple's second one.
+    ({"type": "array", "uniqueItems": True, "prefixItems": [{"enum": ["a", "b"]}, {"const": "a"}],
       "items": {"enum": [f"v{i}" for i in range(40)]}}, "too few values"),
 ])
 def test_arrays_no_guard_can_take_stay_refused(schema: Any, reason: str,
