@@ -241,18 +241,29 @@ def object_language(syn: JsonSyntax, listed: Sequence[Member], extras: Sequence[
     members = [*listed, *extras]
     required = [m.required for m in listed]
     low, high = min_properties, max_properties
-    if (high is not None and high < sum(required)) or (not extras and low > len(listed)):
+    if (high is not None and high < max(sum(required), low)) or (
+            not extras and low > len(listed)):
         return NOTHING
     counted = _counted(len(listed), bool(extras), low, high, sum(required))
     n = len(listed)
+    if counted and high is not None and high <= 1:
+        # At most one member (what "exactly one of these keys" spells as minProperties 1,
+        # maxProperties 1): one member of any key, or the required one; in any order
+        # model, and with values that reference rules.
+        must = [i for i in range(n) if required[i]]
+        one = _choice(syn, members, must or range(len(members))) if high else NOTHING
+        return syn.obj(one, low == 0 and not must)
     everyone = range(len(members))
     cap = high if high is not None else low
+    # minProperties 1 and no upper bound that counts: the object is not empty, whatever
+    # repeats ("repeatable" keys) or which keys.
+    nonempty = counted and low == 1 and (high is None or (not extras and high >= n))
     if order == "any":
-        if not counted and lazy:
+        if (not counted or nonempty) and lazy:
             # Past MAX_SUBSET_KEYS, optional keys may repeat ("repeatable", see above):
             # tracking them too would make every order of every subset its own state.
             track = range(n) if n <= MAX_SUBSET_KEYS else [i for i in range(n) if required[i]]
-            return _any_order(syn, members, required, track)
+            return _any_order(syn, members, required, track, nonempty)
         if n <= MAX_SUBSET_KEYS and (not (counted and extras) or (
                 2 ** n * (cap + 1) <= MAX_COUNTED_STATES)):
             return _tracked(syn, members, required, range(n), low, high)
@@ -303,9 +314,10 @@ def _choice(syn: JsonSyntax, members: Sequence[Member], indices: Iterable[int]) 
 
 
 def _any_order(syn: JsonSyntax, members: Sequence[Member], required: Sequence[bool],
-               track: Sequence[int]) -> Expr:
+               track: Sequence[int], nonempty: bool = False) -> Expr:
     """Objects with ``members`` in any order: each tracked member at most once (required
-    ones exactly once), the others any number of times.
+    ones exactly once), the others any number of times; at least one member where
+    ``nonempty``.
 
     One :class:`~constrain.grammar.Lazy` node per set of tracked members written so far,
     and one per member's value after it, built when decoding first reaches it: only the
@@ -382,7 +394,7 @@ def _any_order(syn: JsonSyntax, members: Sequence[Member], required: Sequence[bo
     first = [next_member(0)] if track else []
     if untracked:
         first.append(seq(other, after(0)))
-    return syn.obj(alt(*first), must == 0)
+    return syn.obj(alt(*first), must == 0 and not nonempty)
 
 
 def _tracked(syn: JsonSyntax, members: Sequence[Member], required: Sequence[bool],

@@ -486,6 +486,23 @@ MIRRORED = {"oneOf": [{"$ref": "#/$defs/A"}, {"$ref": "#/$defs/B"}], "$defs": {
     for tag in "AB"}}
 
 
+# Counted members whose values recurse, past the eight keys tracked one by one: a
+# condition that is not empty (Github_hard/o62820), a step with exactly one key
+# (JsonSchemaStore/circleciconfig), one that must be a given key.
+NONEMPTY = {"$ref": "#/$defs/c", "$defs": {"c": {
+    "type": "object", "minProperties": 1, "additionalProperties": False, "properties": {
+        "and": {"type": "array", "items": {"$ref": "#/$defs/c"}}, "not": {"$ref": "#/$defs/c"},
+        **{f"k{i}": {"type": "string"} for i in range(8)}}}}}
+ONE_KEY = {"$ref": "#/$defs/step", "$defs": {"step": {
+    "type": "object", "minProperties": 1, "maxProperties": 1, "properties": {
+        "steps": {"type": "array", "items": {"$ref": "#/$defs/step"}},
+        **{f"k{i}": {"type": "string"} for i in range(9)}}}}}
+ONE_REQUIRED = {"$ref": "#/$defs/step", "$defs": {"step": {
+    "type": "object", "maxProperties": 1, "required": ["steps"], "properties": {
+        "steps": {"type": "array", "items": {"$ref": "#/$defs/step"}},
+        **{f"k{i}": {"type": "string"} for i in range(9)}}}}}
+
+
 def _linked(depth: int, bad: bool = False) -> Any:
     node: Any = None
     for i in range(depth):
@@ -527,6 +544,19 @@ def _tree(depth: int) -> Any:
     pytest.param(MIRRORED, {"a": {"a": "b"}}, id="mirrored-b"),
     pytest.param(MIRRORED, {"a": {"a": {"a": "a"}}}, id="mirrored-a"),
     pytest.param(MIRRORED, {"a": {"a": "c"}}, id="mirrored-neither"),
+    pytest.param(NONEMPTY, {"and": [{"k1": "a"}, {"not": {"k7": "b", "k0": "c"}}]},
+                 id="nonempty"),
+    pytest.param(NONEMPTY, {"and": []}, id="nonempty-empty-list"),
+    pytest.param(NONEMPTY, {}, id="nonempty-empty"),
+    pytest.param(NONEMPTY, {"and": [{"k1": "a"}, {"not": {}}]}, id="nonempty-inner-empty"),
+    pytest.param(NONEMPTY, {"k1": "a", "k1x": "b"}, id="nonempty-unlisted"),
+    pytest.param(ONE_KEY, {"steps": [{"k1": "a"}, {"zz": 1}, {"steps": []}]}, id="one-key"),
+    pytest.param(ONE_KEY, {"steps": [{"k1": "a", "k2": "b"}]}, id="one-key-two"),
+    pytest.param(ONE_KEY, {"steps": [{"k1": "a"}, {}]}, id="one-key-none"),
+    pytest.param(ONE_KEY, {"k1": "a", "zz": 1}, id="one-key-listed-and-unlisted"),
+    pytest.param(ONE_REQUIRED, {"steps": [{"steps": []}]}, id="one-required"),
+    pytest.param(ONE_REQUIRED, {"steps": [{"k1": "a"}]}, id="one-required-other-key"),
+    pytest.param(ONE_REQUIRED, {"steps": [], "k1": "a"}, id="one-required-and-another"),
 ])
 def test_recursion(schema: Any, instance: Any) -> None:
     assert accepts(schema, json.dumps(instance)) == verdict(schema, instance)
