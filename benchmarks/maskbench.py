@@ -239,6 +239,7 @@ def summarize_results(results: list[dict[str, Any]]) -> str:
             lines += ["", "Refused, by keyword named in the error (? = none named): " + ", ".join(
                 f"`{k}` {n}" for k, n in keywords.most_common())]
         lines.append("")
+    lines += _keyword_table(by_engine)
     lines += _timing_table("Timings (µs; compiled schemas only)", by_engine)
     if len(by_engine) > 1:
         # Each engine's own set above includes the hard schemas only it compiles; here the
@@ -249,6 +250,34 @@ def summarize_results(results: list[dict[str, Any]]) -> str:
             f"Timings (µs) on the {len(common)} schemas every engine passed",
             {e: [r for r in rows if r["id"] in common] for e, rows in by_engine.items()})
     return "\n".join(lines) + "\n"
+
+
+def _keyword_table(by_engine: dict[str, list[dict[str, Any]]]) -> list[str]:
+    """Per asserting keyword: the schemas of the run that use it anywhere, and per engine
+    how many of those pass and how many it refused naming that keyword."""
+    from .maskbench_bytes import keywords_used
+
+    ids = sorted({r["id"] for rows in by_engine.values() for r in rows})
+    using: dict[str, set[str]] = defaultdict(set)
+    for schema_id in ids:
+        path = DATA / f"{schema_id}.json"
+        if path.exists():
+            schema = json.loads(path.read_text(encoding="utf-8")).get("schema")
+            for keyword in keywords_used(schema):
+                using[keyword].add(schema_id)
+    engines = sorted(by_engine)
+    header = "| keyword | schemas using it | " + " | ".join(
+        f"{e} passing | {e} refused for it" for e in engines) + " |"
+    lines = ["### Asserting keywords: schemas using each, passing, refused naming it", "",
+             header, "|---|---:|" + "---:|---:|" * len(engines)]
+    for keyword, users in sorted(using.items(), key=lambda kv: (-len(kv[1]), kv[0])):
+        cells = []
+        for engine in engines:
+            rows = [r for r in by_engine[engine] if r["id"] in users]
+            cells.append(f"{sum(r['status'] == 'ok' for r in rows):,} | "
+                         f"{sum(r['status'] == 'refused' and r.get('keyword') == keyword for r in rows):,}")
+        lines.append(f"| `{keyword}` | {len(users):,} | " + " | ".join(cells) + " |")
+    return lines + [""]
 
 
 def _timing_table(title: str, by_engine: dict[str, list[dict[str, Any]]]) -> list[str]:

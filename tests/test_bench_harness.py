@@ -155,6 +155,23 @@ def test_ab_runs_the_same_checkout_to_the_same_counts() -> None:
     assert "rows" in counts[0] and "2 passing in both" in report, report
 
 
+def test_report_counts_each_keyword_by_the_schemas_using_it() -> None:
+    from benchmarks.maskbench import DATA, summarize_results
+
+    if not DATA.is_dir():
+        pytest.skip(f"MaskBench data not found at {DATA} (../shared is absent in a user's clone)")
+    results = [
+        {"id": "BFCL_java/BFCL_java_0", "engine": "constrain", "status": "ok"},
+        {"id": "JsonSchemaStore/modernizrrc", "engine": "constrain", "status": "refused",
+         "keyword": "uniqueItems"},
+    ]
+    rows = {line.split(" | ")[0]: line for line in summarize_results(results).splitlines()
+            if line.startswith("| `")}
+    assert rows["| `type`"] == "| `type` | 2 | 1 | 0 |"
+    assert rows["| `uniqueItems`"] == "| `uniqueItems` | 1 | 0 | 1 |"
+    assert rows["| `required`"] == "| `required` | 1 | 1 | 0 |"
+
+
 def test_constrain_engine_loads_every_walk_at_setup() -> None:
     """No timed compile or step pays for numba's walks: a fresh process holds every walk
     kernel's machine code once the engine is set up (with the on-disk cache cold, the
