@@ -266,16 +266,23 @@ def _keyword_table(by_engine: dict[str, list[dict[str, Any]]]) -> list[str]:
             for keyword in keywords_used(schema):
                 using[keyword].add(schema_id)
     engines = sorted(by_engine)
-    header = "| keyword | schemas using it | " + " | ".join(
-        f"{e} passing | {e} refused for it" for e in engines) + " |"
+    # Refusals by keyword only for engines whose errors name one (llguidance's do not).
+    naming = {e: any(r.get("keyword") for r in by_engine[e]) for e in engines}
+    columns = [f"{e} passing" + (f" | {e} refused for it" if naming[e] else "")
+               for e in engines]
     lines = ["### Asserting keywords: schemas using each, passing, refused naming it", "",
-             header, "|---|---:|" + "---:|---:|" * len(engines)]
+             "| keyword | schemas using it | " + " | ".join(columns) + " |",
+             "|---|---:|" + "".join("---:|---:|" if naming[e] else "---:|" for e in engines)]
     for keyword, users in sorted(using.items(), key=lambda kv: (-len(kv[1]), kv[0])):
         cells = []
         for engine in engines:
             rows = [r for r in by_engine[engine] if r["id"] in users]
-            cells.append(f"{sum(r['status'] == 'ok' for r in rows):,} | "
-                         f"{sum(r['status'] == 'refused' and r.get('keyword') == keyword for r in rows):,}")
+            cell = f"{sum(r['status'] == 'ok' for r in rows):,}"
+            if naming[engine]:
+                refused = sum(r["status"] == "refused" and r.get("keyword") == keyword
+                              for r in rows)
+                cell += f" | {refused:,}"
+            cells.append(cell)
         lines.append(f"| `{keyword}` | {len(users):,} | " + " | ".join(cells) + " |")
     return lines + [""]
 

@@ -19,7 +19,11 @@ ones are tracked and the others may repeat (``"repeatable"``), so that the order
 optional keys do not each make states of their own. Duplicate names are valid JSON;
 Python's ``json`` (like most parsers) keeps the last one and every occurrence's value is
 checked, so the parsed object still validates; it is also a superset of the exact language,
-hence safe where a language is complemented. When members are counted, the set automaton
+hence safe where a language is complemented. Two counts need no counting: at most one
+member (``maxProperties`` 1: one member of any key, or of the required one) and at least
+one with no upper bound that counts (``minProperties`` 1: the set automaton above, without
+the empty object), so values may be rules there whatever the keys. When members are
+counted otherwise, the set automaton
 is explicit up to :data:`MAX_SUBSET_KEYS` keys (at most :data:`MAX_COUNTED_STATES` nodes);
 beyond, it is the ``"repeatable"`` order, and only where that cannot be exact
 (``minProperties`` above the required keys, or more than :data:`MAX_REQUIRED_KEYS`
