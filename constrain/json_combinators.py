@@ -80,6 +80,28 @@ _FAILURE_KEYWORDS = frozenset({"required", "properties", "dependentRequired", "d
 _EMPTINESS_BUDGET = AutomatonOptions(max_states=2_000, max_terms=200_000)
 
 
+def _same_schema(a: Node, b: Node) -> bool:
+    """Whether two sub-schemas surely assert the same: one object in one scope, or equal
+    JSON in one dialect with nothing inside that a scope could read differently."""
+    if a.schema is b.schema and a.base == b.base:
+        return True
+    return (a.dialect is b.dialect and a.schema == b.schema
+            and not _scoped(a.schema))
+
+
+def _scoped(schema: Any) -> bool:
+    """Whether a reference or a scope (``$ref``, ``$id``, ...) occurs in ``schema``."""
+    if isinstance(schema, dict):
+        return any(k in _SCOPE_KEYWORDS or _scoped(v) for k, v in schema.items())
+    if isinstance(schema, list):
+        return any(_scoped(v) for v in schema)
+    return False
+
+
+_SCOPE_KEYWORDS = frozenset({"$ref", "$dynamicRef", "$recursiveRef", "$id", "id", "$anchor",
+                             "$dynamicAnchor", "$recursiveAnchor", "$schema"})
+
+
 def _spelling(text: str) -> bytes:
     """One JSON spelling of ``text``, the one every escape policy accepts (a lone
     surrogate has none: it is spelt so that no string part accepts it)."""
@@ -271,6 +293,9 @@ class Combinators:
             own = neutral or idx
             overlaps = {(i, j) for i, j in itertools.combinations(idx, 2)
                         if (i in own or j in own) and not apart(i, j, t)}
+            if t == "object" and overlaps:
+                own = self._not_within_others(rest if merged else [], branches, own, idx,
+                                              overlaps)
             if not overlaps:
                 parts[t] = alt(*(langs[i].parts[t] for i in own))
                 continue
@@ -300,6 +325,78 @@ class Combinators:
                               f"branches are not regular", negative)
                 return base
         return result
+
+    def _not_within_others(self, rest: list[Node], branches: list[Node], own: list[int],
+                           idx: list[int], overlaps: set[tuple[int, int]]) -> list[int]:
+        """``own`` less the branches whose objects all satisfy another branch of ``idx``
+        they overlap: such a branch adds no object (its difference is empty, which an
+        emptiness search of that difference could spend its whole budget failing to
+        show; Github_medium/o25763)."""
+        demands: dict[int, tuple[set[str], list[tuple[str, Node]]] | None] = {}
+        kept = []
+        for i in own:
+            for j in idx:
+                if j == i or (min(i, j), max(i, j)) not in overlaps:
+                    continue
+                if j not in demands:
+                    demands[j] = self._object_demands(branches[j])
+                demand = demands[j]
+                if demand is not None and self._objects_within(rest + [branches[i]], demand):
+                    break
+            else:
+                kept.append(i)
+        return kept
+
+    def _object_demands(self, node: Node) -> tuple[set[str], list[tuple[str, Node]]] | None:
+        """What ``node`` asks of objects where it says only ``required`` and
+        ``properties``: the keys it requires and its listed keys' schemas; ``None`` where
+        it says more (or takes no objects)."""
+        flat = self.c._flatten([node])
+        if flat is None:
+            return None
+        required: set[str] = set()
+        values: list[tuple[str, Node]] = []
+        for n in flat:
+            declared = n.get("type")
+            if declared is not None and "object" not in (
+                    [declared] if isinstance(declared, str) else declared):
+                return None
+            for keyword in n.schema:
+                if keyword in _OBJECT_NEUTRAL or keyword not in n.dialect.keywords or (
+                        keyword in n.skip):
+                    continue
+                if keyword not in ("required", "properties"):
+                    return None
+            keys = n.get("required", [])
+            if not isinstance(keys, list):
+                return None
+            required.update(keys)
+            values.extend((key, n.child(sub, "properties", key))
+                          for key, sub in n.get("properties", {}).items()
+                          if sub is not True and sub != {})
+        return required, values
+
+    def _objects_within(self, inner: list[Node],
+                        demands: tuple[set[str], list[tuple[str, Node]]]) -> bool:
+        """Whether every object valid against all of ``inner`` meets ``demands`` (see
+        :meth:`_object_demands`), judged from keywords alone (``False`` when unsure):
+        ``inner`` requires each key demanded, and for each listed key holds that very
+        schema among its own for the key (the same sub-schema, or an equal one without
+        references: its values hold there too)."""
+        mine = self.c._flatten(inner)
+        if mine is None:
+            return True  # inner holds nothing
+        required: set[str] = set()
+        listed: dict[str, list[Node]] = {}
+        for n in mine:
+            keys = n.get("required", ())
+            if isinstance(keys, list):
+                required.update(keys)
+            for key, sub in n.get("properties", {}).items():
+                listed.setdefault(key, []).append(n.child(sub, "properties", key))
+        wanted, values = demands
+        return wanted <= required and all(
+            any(_same_schema(m, v) for m in listed.get(key, ())) for key, v in values)
 
     def _neutral(self, branch: Node, t: str) -> bool:
         """Whether ``branch`` accepts every object (``t`` is ``"object"``) or every array

@@ -411,6 +411,15 @@ CASES: list[tuple[str, Any, list[Any]]] = [
                           "not": {"properties": {"a": {"const": 0}}}},
      [{"a": {"x": [1, {"y": None}]}, "z": [True, "s"]}, {"a": 0}, {"a": 1.5, "b": []},
       {"a": [], "b": [[]]}, {"b": [1]}, {"a": "0", "c": {}}, {"a": None, "a2": [{}]}]),
+    # Every object of the first branch is one of the second's (Github_medium/o25763):
+    # only the second's objects outside the first are valid.
+    ("oneOf-branch-within-another", {"oneOf": [
+        {"type": "object", "required": ["a", "b"],
+         "properties": {"a": {"type": "string"}, "b": {"type": "integer"}},
+         "oneOf": [{"required": ["c"]}, {"required": ["d"]}]},
+        {"type": "object", "required": ["a"], "properties": {"a": {"type": "string"}}}]},
+     [{"a": "x"}, {"a": "x", "b": 1, "c": 1}, {"a": "x", "b": 1}, {"a": "x", "b": "s"},
+      {"a": "x", "b": 1, "c": 1, "d": 2}, {"a": 1}, {"b": 1, "c": 1}]),
     ("any-value-one-of", {"oneOf": [{}, {"type": "string"}], "$comment": "not a string"},
      ["s", 1, [["x"]], {"k": "v"}, None]),
     ("any-value-root", True, [{"a": [1, {"b": None}]}, [], "x", 0]),
@@ -1634,3 +1643,31 @@ def test_lookaheads_in_patterns_match_jsonschema(schema: dict[str, Any]) -> None
     assert any(verdicts) and not all(verdicts)
     for instance, valid in zip(_LOOKAHEAD_INSTANCES, verdicts):
         assert accepts(schema, json.dumps(instance)) == valid, instance
+
+
+@pytest.mark.parametrize(("inner", "outer", "within"), [
+    pytest.param({"required": ["a", "b"], "properties": {"a": {"type": "string"}}},
+                 {"required": ["a"], "properties": {"a": {"type": "string"}}}, True,
+                 id="more-required-same-value"),
+    pytest.param({"required": ["a"]}, {"required": ["a", "b"]}, False, id="fewer-required"),
+    pytest.param({"properties": {"a": {"type": "string"}}},
+                 {"properties": {"a": {"type": "string", "minLength": 1}}}, False,
+                 id="looser-value"),
+    pytest.param({"properties": {"a": {"type": "string"}}}, {"properties": {"a": {}}}, True,
+                 id="any-value"),
+    pytest.param({"required": ["a"]}, {"required": ["a"], "minProperties": 2}, False,
+                 id="outer-counts"),
+    pytest.param({"properties": {"a": {"$ref": "#/$defs/x"}}},
+                 {"properties": {"a": {"$ref": "#/$defs/x"}}}, False, id="equal-with-ref"),
+    pytest.param({"allOf": [{"required": ["a"]}, {"properties": {"a": {"const": 1}}}]},
+                 {"type": ["object", "null"], "required": ["a"],
+                  "properties": {"a": {"const": 1}}}, True, id="through-allOf"),
+])
+def test_a_branch_within_another_is_judged_from_keywords(inner: Any, outer: Any,
+                                                         within: bool) -> None:
+    schema = {"oneOf": [inner, outer], "$defs": {"x": {"type": "string"}}}
+    compiler = Compiler(schema, JsonSchemaOptions())
+    nodes = [compiler.root.child(b, "oneOf", i) for i, b in enumerate(schema["oneOf"])]
+    combinators = compiler.combinators
+    demands = combinators._object_demands(nodes[1])
+    assert (demands is not None and combinators._objects_within([nodes[0]], demands)) is within
