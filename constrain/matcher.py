@@ -69,13 +69,22 @@ class Matcher:
         terminated, only EOS is allowed so a decoding loop can always finish.
         """
         state = self._state
-        mask = self._compiled._mask_memo.get(state)  # memoized: no calls
+        compiled = self._compiled
+        mask = compiled._mask_memo.get(state)  # memoized: no calls
         if mask is None:
-            mask = self._compiled.masks_for_state(state)
-        if isinstance(bitmask, np.ndarray):
+            mask = compiled.masks_for_state(state)
+        if bitmask.__class__ is np.ndarray:
+            # The common case in one indexing operation (a step costs a few microseconds,
+            # so each call and shape check around the copy shows); a row wider or
+            # narrower than the mask does not broadcast and takes the general path.
+            try:
+                bitmask[row] = mask
+            except ValueError:
+                write_row(mask, bitmask, row)
+        elif isinstance(bitmask, np.ndarray):
             write_row(mask, bitmask, row)
         else:
-            write_tensor_row(self._compiled.torch_mask(state), bitmask, row)
+            write_tensor_row(compiled.torch_mask(state), bitmask, row)
 
     def _mask(self) -> np.ndarray:
         """The packed mask of this step."""
