@@ -83,7 +83,7 @@ from .regex import parse_regex
 
 if TYPE_CHECKING:
     from .json_schema import JsonSchemaOptions
-    from .unique_items import PathTrace
+    from .unique_items import PathNode, PathTrace
 
 __all__ = ["SUPPORTED_KEYWORDS", "Compiler"]
 
@@ -101,6 +101,7 @@ SUPPORTED_KEYWORDS = frozenset({
 refused."""
 
 _GUARDED_TYPES = frozenset({"string", "number", "null", "boolean"})
+_COMPLEMENTED = "it is in a complemented language (under not, if or oneOf)"
 """Element types a ``uniqueItems`` guard reads (see :mod:`constrain.unique_items`): numbers
 only where every value is an integer."""
 
@@ -188,6 +189,8 @@ class Compiler:
         self._key_verdicts: dict[tuple[str, str, bool], bool] = {}
         self._key_automata: dict[int, tuple[Expr, Any]] = {}
         self._trace: PathTrace | None = None  # made at the first uniqueItems a guard may take
+        # Guarded places whose arrays a complemented language holds too (see _guard_unique).
+        self._complemented: list[tuple[PathNode, str]] = []
 
     def grammar(self) -> Grammar:
         """The grammar of the whole document (start rule ``root``)."""
@@ -199,6 +202,10 @@ class Compiler:
         # characters keys are spelt with.
         rules = {**self.syn.universe_rules(), **self.rules}
         metadata: dict[str, object] = {"dialect": self.dialect.name}
+        for path, pointer in self._complemented:
+            if path.guard is None:
+                self.refuse("uniqueItems", pointer, _COMPLEMENTED + ", where no guard "
+                            "keeps the elements distinct outside it", True)
         plan = self._trace.plan(self.syn) if self._trace is not None else None
         if plan is not None:
             metadata["unique_items"] = plan
@@ -595,18 +602,27 @@ class Compiler:
         from .json_scalars import integral_values
         from .unique_items import MIN_VALUES, PathTrace, UniqueGuard, has_enough_values
 
+        if self._trace is None:
+            self._trace = PathTrace(self)
         if negative:
-            return "it is in a complemented language (under not, if or oneOf)"
+            # In a language that is complemented (``place ∖ N``), the array without the
+            # keyword makes N larger only by documents that repeat an element there; where
+            # the place is guarded, the guard refuses those anyway, so the difference is
+            # exact. Checked once the whole grammar is made (see grammar()).
+            path = self._trace.guardable(flat, node)
+            if path is None:
+                return _COMPLEMENTED + ", at a place no guard follows"
+            self._complemented.append((path, node.pointer + "/uniqueItems"))
+            return None
         if any(p.opaque or not _GUARDED_TYPES.issuperset(p.types) for p in positions):
             return ("its elements are not all strings, integers, booleans or null (objects, "
                     "arrays and non-integer numbers are equal across spellings the guard "
                     "does not follow)")
-        if self._trace is None:
-            self._trace = PathTrace(self)
         path = self._trace.guardable(flat, node)
         if path is None:
             return ("its place in the document is not fixed by keys, array positions "
-                    "and single branches (a not, if, dependency, contains, several branches "
+                    "and single branches (contains, enum, propertyNames, a not, if or "
+                    "dependency saying something of a key on its path, several branches "
                     "taking arrays or keys split by patterns apply at or above it, or its "
                     "schema is reached there too)")
         numbers = [p.parts["number"] for p in positions if "number" in p.parts]

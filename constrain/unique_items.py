@@ -25,9 +25,11 @@ That is exact, not only sound, under three conditions the compiler checks
   its place: reached from the root through listed keys, unlisted keys (each region of
   ``patternProperties`` told by the compiler's key literals), array positions, and
   ``anyOf``/``oneOf`` branches where one branch takes arrays (and keys where every
-  branch taking objects gives them the same schemas); no ``not``, ``if``, dependency,
-  ``contains`` or ``propertyNames`` at it or above it, and its sub-schema reached nowhere
-  else. Then the base automaton, inside element ``i``, continues with exactly the
+  branch taking objects gives them the same schemas); no ``contains``, ``enum``,
+  ``const`` or ``propertyNames`` at it or above it, no ``not``, ``if``/``then``/``else``
+  or dependent schema above it that says anything of a key on its path (one that only
+  requires keys or constrains other keys' values leaves its value any JSON value there),
+  and its sub-schema reached nowhere else. Then the base automaton, inside element ``i``, continues with exactly the
   completions of ``E_i`` followed by what follows any element ``i``; a completion the
   guard keeps is one the base keeps.
 - **Fresh values never run out.** The language of every later element holds as many
@@ -79,7 +81,7 @@ import numpy as np
 
 from .automaton import Automaton, AutomatonOptions
 from .cache import token_trie
-from .errors import UnsupportedSchemaError
+from .errors import SchemaError, UnsupportedSchemaError
 from .grammar import Expr, Grammar, alt, complement, intersect
 from .json_arrays import ArraySpec
 from .json_literals import literal as literal_expr
@@ -117,8 +119,27 @@ _CONDITIONAL = frozenset({
     "unevaluatedProperties", "$dynamicRef", "$recursiveRef",
 })
 """Keywords under which the compiler may lower a place's sub-schemas merged with others, or
-not at all. Of them only ``anyOf``/``oneOf`` are followed (:meth:`PathTrace._alternatives`);
-nothing at or below a place with another is guarded."""
+not at all. Of them ``anyOf``/``oneOf`` are followed (:meth:`PathTrace._alternatives`),
+and the conditions below are looked through; nothing at or below a place with another is
+guarded."""
+
+_CONDITIONS = frozenset({"not", "if", "then", "else", "dependentSchemas", "dependencies",
+                         "dependentRequired"})
+"""Conditions on a place that leave the value of a key they say nothing of any JSON value
+(see :meth:`PathTrace._said_of`): the compiler intersects the object's language with
+theirs, and inside such a key's value their part of the automaton's state reads any
+value, so the element languages of an array there are still the automaton's own."""
+
+_SAY_NOTHING_OF_VALUES = frozenset({
+    "type", "required", "minProperties", "maxProperties", "dependentRequired",
+    "minLength", "maxLength", "pattern", "format", "minimum", "maximum", "exclusiveMinimum",
+    "exclusiveMaximum", "multipleOf", "$id", "id", "$schema", "$anchor", "$comment",
+    "$defs", "definitions", "$vocabulary",
+})
+"""Keywords of a condition that say nothing of any object member's value (of the object:
+which keys it has and how many; of strings and numbers: nothing of objects)."""
+
+_FOLLOWED = frozenset({"anyOf", "oneOf"}) | _CONDITIONS
 
 _ONE_SUB = ("additionalProperties", "additionalItems", "items", "contains", "propertyNames",
             "not", "if", "then", "else", "unevaluatedItems", "unevaluatedProperties")
@@ -267,13 +288,20 @@ class PathTrace:
         """Fill ``node``, the place of the values satisfying ``flat``, with its children."""
         compiler = self._compiler
         flats = self._alternatives(flat)
+        said: set[str] = set()
+        for alternative in flats or ():
+            found = self._said_of(alternative)
+            if found is None:
+                flats = None
+                break
+            said |= found
         if flats is None:
             for n in flat:
                 self._taint(n)
             return
         objects = [a for a in flats if "object" in compiler._possible_types(a)]
         arrays = [a for a in flats if "array" in compiler._possible_types(a)]
-        members = self._members(objects) if len(arrays) <= 1 else None
+        members = self._members(objects, said) if len(arrays) <= 1 else None
         if members is None:
             for n in flat:
                 self._taint(n)
@@ -305,7 +333,7 @@ class PathTrace:
             self._todo.append((child, found))
         return found
 
-    def _members(self, objects: list[list[Node]]
+    def _members(self, objects: list[list[Node]], said: set[str]
                  ) -> tuple[dict[str, list[Node] | None], list[Node] | None,
                             list[tuple[Expr, list[Node]]]] | None:
         """The schemas of each listed key's value, and of any unlisted key's value, as
@@ -319,7 +347,8 @@ class PathTrace:
         where the alternatives disagree) is not followed, and what its value's schemas
         reach is tainted: nothing there is guarded. Unlisted keys that one alternative
         splits by patterns are followed into their regions, told apart by the compiler's
-        own key literals (third item).
+        own key literals (third item). Keys in ``said``, which a condition on the place
+        says something of, are not followed either.
         """
         compiler = self._compiler
         specs = [ObjectSpec.merge(flat, compiler.options.strict_additional_properties)
@@ -329,9 +358,14 @@ class PathTrace:
         matches = compiler._key_matcher(False)
         keys = dict.fromkeys(k for spec in specs for k in spec.listed_keys())
         # A key listed somewhere but not followed maps to None: never read as unlisted.
-        listed: dict[str, list[Node] | None] = {}
+        listed: dict[str, list[Node] | None] = dict.fromkeys(said)
         for key in keys:
             values = [spec.value_nodes(key, matches) for spec in specs]
+            if key in said:
+                for nodes in values:
+                    for n in nodes:
+                        self._taint(n)
+                continue
             allowed = [nodes for nodes in values if compiler._flatten(nodes) is not None]
             listed[key] = allowed[0] if allowed and self._agree(values) else None
         unlisted: list[list[Node]] = []
@@ -399,7 +433,7 @@ class PathTrace:
                  if k in n.schema and k not in n.skip and k in keywords}
         if not found:
             return [flat]
-        if not found <= {"anyOf", "oneOf"}:
+        if not found <= _FOLLOWED:
             return None
         combinators = compiler.combinators
         if combinators._product(flat) > compiler.options.max_branch_product:
@@ -422,6 +456,71 @@ class PathTrace:
                     out.extend(deeper)
                 return out
         return [flat]
+
+    def _said_of(self, flat: list[Node]) -> set[str] | None:
+        """The keys whose values the conditions on ``flat`` (see :data:`_CONDITIONS`) say
+        something of; ``None`` where they may say something of any key's value (or of the
+        place as a whole). What the conditions reach is tainted: the compiler lowers it
+        merged with the place, where no guard follows it."""
+        said: set[str] = set()
+        for n in flat:
+            if not isinstance(n.schema, dict):
+                continue
+            for keyword in _CONDITIONS:
+                value = n.get(keyword)
+                if value is None:
+                    continue
+                if keyword in ("not", "if", "then", "else"):
+                    conditions = [n.child(value, keyword)]
+                elif keyword == "dependentRequired":
+                    continue  # which keys are present
+                elif isinstance(value, dict):  # dependentSchemas, or dependencies
+                    conditions = [n.child(sub, keyword, name) for name, sub in value.items()
+                                  if isinstance(sub, (dict, bool))]
+                else:
+                    return None
+                for condition in conditions:
+                    found = self._keys_asserted(condition)
+                    if found is None:
+                        return None
+                    said |= found
+                    self._taint(condition)
+        return said
+
+    def _keys_asserted(self, node: Node) -> set[str] | None:
+        """The keys ``node`` (a condition) says something of the values of, through its
+        ``properties`` and those of its sub-schemas; ``None`` where it may say something
+        of others (``additionalProperties``, ``enum``, ``items``, ...)."""
+        keys: set[str] = set()
+        todo = [node]
+        seen: set[Any] = set()
+        while todo:
+            if not self._spend():
+                return None
+            n = todo.pop()
+            if n.key in seen or not isinstance(n.schema, dict):
+                continue
+            seen.add(n.key)
+            for keyword, value in n.schema.items():
+                if not n.has(keyword) or keyword in _SAY_NOTHING_OF_VALUES:
+                    continue
+                if keyword == "properties" and isinstance(value, dict):
+                    keys.update(value)
+                elif keyword in ("allOf", "anyOf", "oneOf") and isinstance(value, list):
+                    todo.extend(n.child(sub, keyword, i) for i, sub in enumerate(value))
+                elif keyword in ("not", "if", "then", "else"):
+                    todo.append(n.child(value, keyword))
+                elif keyword in ("dependentSchemas", "dependencies") and isinstance(value, dict):
+                    todo.extend(n.child(sub, keyword, name) for name, sub in value.items()
+                                if isinstance(sub, (dict, bool)))
+                elif keyword == "$ref" and isinstance(value, str):
+                    try:
+                        todo.append(n.resolve(value))
+                    except SchemaError:
+                        return None
+                else:
+                    return None
+        return keys
 
     def _taint(self, node: Node) -> None:
         todo = [node]
