@@ -414,6 +414,12 @@ def test_torch_bitmask(vocab: Vocabulary) -> None:
       "$defs": {"u": {"type": "array", "uniqueItems": True, "items": {"type": "string"}}},
       "dependentSchemas": {"a": {"additionalProperties": {"type": "array", "maxItems": 2}}}},
      "not fixed"),
+    # The array only in a complemented condition, where no guard follows its place: the
+    # keyword dropped there would refuse {"a": ["x", "x"]}, which is valid.
+    ({"type": "object", "properties": {"a": {"type": "array", "items": {"type": "string"}}},
+      "$defs": {"u": {"type": "array", "uniqueItems": True, "items": {"type": "string"}}},
+      "not": {"properties": {"a": {"$ref": "#/$defs/u"}}, "required": ["a"]}},
+     "complemented language"),
     ({"type": "array", "uniqueItems": True, "contains": {"const": "a"},
       "items": {"type": "string"}}, "not fixed"),
     ({"type": "array", "uniqueItems": True, "items": {"type": "object"}}, "not all strings"),
@@ -711,3 +717,67 @@ def test_branches_over_objects_accept_exactly_what_jsonschema_does(vocab: Vocabu
             assert _accepts(compiled, vocab, text) == validator.is_valid(value), (text, schema)
             checked += 1
     assert guarded >= 5 and checked >= 2000
+
+
+def _random_condition(rng: random.Random) -> dict[str, Any]:
+    """A sub-schema of a condition: which keys are present, how many, or what one key's
+    value is (the guarded key too, sometimes)."""
+    keys = ["a", "b", "c", "x"]
+    r = rng.random()
+    if r < 0.4:
+        return {"required": rng.sample(keys, rng.randint(1, 2))}
+    if r < 0.55:
+        return {"maxProperties": rng.randint(0, 2)}
+    if r < 0.9:
+        return {"properties": {rng.choice(keys): rng.choice(
+            [{"type": "null"}, {"type": "string"}, {"maxItems": 1}, _U])},
+                "required": rng.sample(keys, rng.randint(0, 1))}
+    return {"additionalProperties": {"type": "string"}}
+
+
+def _random_conditions(rng: random.Random) -> dict[str, Any]:
+    """An object whose keys may hold unique arrays, under not, if/then/else and
+    dependencies that say something of its keys or only of which keys it has."""
+    obj = _random_object(rng, 0)
+    for keyword in rng.sample(["not", "if", "dependentRequired", "dependentSchemas"],
+                              rng.randint(1, 2)):
+        if keyword == "not":
+            obj["not"] = _random_condition(rng)
+        elif keyword == "if":
+            obj.update({"if": _random_condition(rng), "then": _random_condition(rng)})
+            if rng.random() < 0.5:
+                obj["else"] = _random_condition(rng)
+        elif keyword == "dependentRequired":
+            obj["dependentRequired"] = {rng.choice("abc"): [rng.choice("abcx")]}
+        else:
+            obj["dependentSchemas"] = {rng.choice("abc"): _random_condition(rng)}
+    return obj
+
+
+def test_conditions_accept_exactly_what_jsonschema_does(vocab: Vocabulary) -> None:
+    """Random conditions over objects holding unique arrays: every compiled schema accepts
+    an instance iff jsonschema validates it, whether the conditions let the arrays be
+    guarded (they say nothing of their key) or not (then the keyword is refused)."""
+    guarded = checked = 0
+    for seed in range(160):
+        rng = random.Random(seed)
+        schema = {**_random_conditions(rng), "$defs": {"u": {
+            "type": "array", "uniqueItems": True, "maxItems": 4,
+            "items": {"type": "string", "maxLength": 3}}}}
+        validator = jsonschema.Draft202012Validator(schema)
+        instances = random.Random(seed * 7919)
+        try:
+            compiled = compile_json_schema(schema, vocab)
+        except (UnsupportedSchemaError, ResourceLimitError):
+            continue
+        except GrammarError:  # no instance is valid (checked on the random ones)
+            assert not any(validator.is_valid(_random_instance(instances, 2))
+                           for _ in range(60)), schema
+            continue
+        guarded += isinstance(compiled.matcher(), UniqueItemsMatcher)
+        for _ in range(60):
+            value = _random_instance(instances, 2)
+            text = json.dumps(value)
+            assert _accepts(compiled, vocab, text) == validator.is_valid(value), (text, schema)
+            checked += 1
+    assert guarded >= 20 and checked >= 2000, (guarded, checked)
