@@ -326,79 +326,96 @@ def _any_order(syn: JsonSyntax, members: Sequence[Member], required: Sequence[bo
     One :class:`~constrain.grammar.Lazy` node per set of tracked members written so far,
     and one per member's value after it, built when decoding first reaches it: only the
     sets and values actually written cost anything (``2**n`` built eagerly would not do
-    past a dozen keys), values may reference rules, and no intersection is needed. Tracked members are listed keys (``required[i]`` says
-    whether ``members[i]`` is required).
+    past a dozen keys), values may reference rules, and no intersection is needed.
+    Tracked members are listed keys (``required[i]`` says whether ``members[i]`` is
+    required).
     """
-    track = list(track)
-    bit = {i: 1 << j for j, i in enumerate(track)}
-    untracked = [i for i in range(len(members)) if i not in bit]
-    other = _choice(syn, members, untracked) if untracked else NOTHING
-    more_others = star(seq(syn.comma, other)) if untracked else EMPTY
-    must = sum(bit[i] for i in track if required[i])
-    # One expression, made once, for thousands of nodes: a node judges its parts one by
-    # one, and a tuple of every value would cost each set of keys written the square of
-    # the keys.
-    parts = (Seq((syn.comma, syn.colon, other, *(members[i].value for i in track))),)
-    family = object()  # names this object's nodes
-    memo: dict[int, Expr] = {}
-    unwritten: dict[int, tuple[Expr]] = {}
+    order = _AnyOrder(syn, members, required, track)
+    first = [order.next_member(0)] if order.track else []
+    if order.untracked:
+        first.append(seq(order.other, order.after(0)))
+    return syn.obj(alt(*first), order.must == 0 and not nonempty)
 
-    def required_left(seen: int) -> tuple[Expr]:
+
+class _AnyOrder:
+    """What the lazy nodes of one :func:`_any_order` object build from.
+
+    Nothing here holds a node it made: the nodes hold this (their builds are its bound
+    methods), so a dropped constraint's nodes are freed by reference counting. Closures
+    that called each other through their cells, with a memo of the nodes made, were
+    cycles: ~450 objects per MaskBench schema left for the collector, whose full passes
+    then came more often."""
+
+    __slots__ = ("syn", "members", "required", "track", "bit", "untracked", "other",
+                 "more_others", "must", "parts", "family", "_unwritten")
+
+    def __init__(self, syn: JsonSyntax, members: Sequence[Member], required: Sequence[bool],
+                 track: Sequence[int]) -> None:
+        self.syn, self.members, self.required = syn, members, required
+        self.track = list(track)
+        self.bit = {i: 1 << j for j, i in enumerate(self.track)}
+        self.untracked = [i for i in range(len(members)) if i not in self.bit]
+        self.other = _choice(syn, members, self.untracked) if self.untracked else NOTHING
+        self.more_others = star(seq(syn.comma, self.other)) if self.untracked else EMPTY
+        self.must = sum(self.bit[i] for i in self.track if required[i])
+        # One expression, made once, for thousands of nodes: a node judges its parts one
+        # by one, and a tuple of every value would cost each set of keys written the
+        # square of the keys.
+        self.parts = (Seq((syn.comma, syn.colon, self.other,
+                           *(members[i].value for i in self.track))),)
+        self.family = object()  # names this object's nodes
+        self._unwritten: dict[int, tuple[Expr]] = {}
+
+    def required_left(self, seen: int) -> tuple[Expr]:
         """The required values not in ``seen``, as one expression made once per set: the
         needs of every node after ``seen`` hold it instead of each value, which would cost
         each set of keys written the square of the keys. In a tuple of its own, made once
         too: the nodes' needs share it (a tuple per node stayed tracked by the collector
         as long as the constraint lived)."""
-        found = unwritten.get(seen)
+        found = self._unwritten.get(seen)
         if found is None:
-            found = unwritten[seen] = (Seq(tuple(
-                members[i].value for i in track if required[i] and not seen & bit[i])),)
+            bit, members, required = self.bit, self.members, self.required
+            found = self._unwritten[seen] = (Seq(tuple(
+                members[i].value for i in self.track if required[i] and not seen & bit[i])),)
         return found
 
-    def next_member(seen: int) -> Expr:
+    def next_member(self, seen: int) -> Expr:
         """One more tracked member (not in ``seen``), then what may follow it."""
-        left = required_left(seen)
+        left = self.required_left(seen)
+        bit = self.bit
         # The first trie is built with the object (at compile time, for most) and only
         # once: sharing its runs would cost a node per run for nothing.
-        return syn.keyed([(members[i].key, member_rest(seen | bit[i], i, left))  # type: ignore
-                          for i in track if not seen & bit[i]], shared_runs=seen != 0)
+        return self.syn.keyed([(self.members[i].key, self.member_rest(seen | bit[i], i, left))
+                               for i in self.track if not seen & bit[i]],
+                              shared_runs=seen != 0)
 
-    def member_rest(seen: int, i: int, left: tuple[Expr]) -> Expr:
+    def member_rest(self, seen: int, i: int, left: tuple[Expr]) -> Expr:
         """Member ``i``'s colon and value, then what may follow once ``seen`` (which holds
         ``i``) is written: lazy, so that a value (often a whole object) is built only when
         decoding reaches its key, not with the key trie it hangs from. ``left`` holds the
         required values not written before ``i``."""
-        needs = left if required[i] else (members[i].value, *left)
+        needs = left if self.required[i] else (self.members[i].value, *left)
         # A partial, not a closure: one tracked object instead of four, for each of
         # thousands of nodes that live as long as their constraint (see Lazy).
-        return Lazy((family, seen, i), partial(member_value, seen, i),
-                    nullable=False, parts=parts, needs=needs)
+        return Lazy((self.family, seen, i), partial(self.member_value, seen, i),
+                    nullable=False, parts=self.parts, needs=needs)
 
-    def member_value(seen: int, i: int) -> Expr:
-        return seq(syn.colon, members[i].value, after(seen))
+    def member_value(self, seen: int, i: int) -> Expr:
+        return seq(self.syn.colon, self.members[i].value, self.after(seen))
 
-    def after(seen: int) -> Expr:
-        """What may follow a member once the tracked members in ``seen`` are written."""
-        found = memo.get(seen)
-        if found is None:
-            done = seen & must == must
-            left = [i for i in track if not seen & bit[i]]
+    def after(self, seen: int) -> Expr:
+        """What may follow a member once the tracked members in ``seen`` are written.
+        Not memoized here (a memo of nodes would be a cycle through their builds): the
+        automaton builds each key once, and one decoding reaches a set from one member."""
+        done = seen & self.must == self.must
+        return Lazy((self.family, seen), partial(self.rest, seen, done), nullable=done,
+                    parts=self.parts, needs=self.required_left(seen))
 
-            def build() -> Expr:
-                options = [EMPTY] if done else []
-                if left:
-                    options.append(seq(syn.comma, next_member(seen)))
-                return seq(more_others, alt(*options))
-
-            found = memo[seen] = Lazy(
-                (family, seen), build, nullable=done, parts=parts,
-                needs=required_left(seen))
-        return found
-
-    first = [next_member(0)] if track else []
-    if untracked:
-        first.append(seq(other, after(0)))
-    return syn.obj(alt(*first), must == 0 and not nonempty)
+    def rest(self, seen: int, done: bool) -> Expr:
+        options = [EMPTY] if done else []
+        if any(not seen & self.bit[i] for i in self.track):
+            options.append(seq(self.syn.comma, self.next_member(seen)))
+        return seq(self.more_others, alt(*options))
 
 
 def _tracked(syn: JsonSyntax, members: Sequence[Member], required: Sequence[bool],
