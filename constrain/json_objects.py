@@ -55,6 +55,7 @@ import re
 from collections.abc import Callable, Iterable, Sequence
 from dataclasses import dataclass, field
 from functools import partial
+from typing import cast
 
 from .grammar import (
     ANY_CHAR,
@@ -346,8 +347,8 @@ class _AnyOrder:
     cycles: ~450 objects per MaskBench schema left for the collector, whose full passes
     then came more often."""
 
-    __slots__ = ("syn", "members", "required", "track", "bit", "untracked", "other",
-                 "more_others", "must", "parts", "family", "_unwritten")
+    __slots__ = ("_unwritten", "bit", "family", "members", "more_others", "must", "other",
+                 "parts", "required", "syn", "track", "untracked")
 
     def __init__(self, syn: JsonSyntax, members: Sequence[Member], required: Sequence[bool],
                  track: Sequence[int]) -> None:
@@ -382,10 +383,11 @@ class _AnyOrder:
     def next_member(self, seen: int) -> Expr:
         """One more tracked member (not in ``seen``), then what may follow it."""
         left = self.required_left(seen)
-        bit = self.bit
+        bit, members = self.bit, self.members
         # The first trie is built with the object (at compile time, for most) and only
-        # once: sharing its runs would cost a node per run for nothing.
-        return self.syn.keyed([(self.members[i].key, self.member_rest(seen | bit[i], i, left))
+        # once: sharing its runs would cost a node per run for nothing. Tracked members
+        # are listed keys: their keys are names.
+        return self.syn.keyed([(cast(str, members[i].key), self.member_rest(seen | bit[i], i, left))
                                for i in self.track if not seen & bit[i]],
                               shared_runs=seen != 0)
 
@@ -429,46 +431,58 @@ def _tracked(syn: JsonSyntax, members: Sequence[Member], required: Sequence[bool
     ``2**len(track) * (cap + 1)`` shared nodes and no intersection, so values may
     reference rules.
     """
-    track = list(track)
-    tracked = set(track)
-    texts = {i: _text(syn, members[i]) for i in track}
-    untracked = [i for i in range(len(members)) if i not in tracked]
-    other = _choice(syn, members, untracked) if untracked else NOTHING
-    counting = bool(untracked) and (low > 0 or high is not None)
-    cap = (high if high is not None else low) if counting else 0
-    more_others = star(seq(syn.comma, other)) if untracked and not counting else EMPTY
-    bit = {i: 1 << j for j, i in enumerate(track)}
-    must = sum(bit[i] for i in track if required[i])
-    memo: dict[tuple[int, int], Expr] = {}
-
-    def after(seen: int, extra: int) -> Expr:
-        found = memo.get((seen, extra))
-        if found is not None:
-            return found
-        size = seen.bit_count() + extra
-        # Past the lower bound with no upper one, more others change nothing: loop.
-        saturated = counting and high is None and extra >= cap
-        options: list[Expr] = []
-        if seen & must == must and low <= size:
-            options.append(EMPTY)
-        if high is None or size < high:
-            left = [i for i in track if not seen & bit[i]]
-            if left:
-                options.append(seq(syn.comma, alt(*(seq(texts[i], after(seen | bit[i], extra))
-                                                    for i in left))))
-            if counting and not saturated:
-                options.append(seq(syn.comma, other, after(seen, extra + 1)))
-        loop = star(seq(syn.comma, other)) if saturated else more_others
-        result = seq(loop, alt(*options)) if options else NOTHING
-        memo[(seen, extra)] = result
-        return result
-
+    nodes = _TrackedNodes(syn, members, required, track, low, high)
     starts: list[Expr] = []
     if high is None or high >= 1:
-        starts = [seq(texts[i], after(bit[i], 0)) for i in track]
-        if untracked:
-            starts.append(seq(other, after(0, 1 if counting else 0)))
-    return syn.obj(alt(*starts) if starts else NOTHING, must == 0 and low == 0)
+        starts = [seq(nodes.texts[i], nodes.after(nodes.bit[i], 0)) for i in nodes.track]
+        if nodes.untracked:
+            starts.append(seq(nodes.other, nodes.after(0, 1 if nodes.counting else 0)))
+    return syn.obj(alt(*starts) if starts else NOTHING, nodes.must == 0 and low == 0)
+
+
+class _TrackedNodes:
+    """The nodes of one :func:`_tracked` automaton, made once per set of tracked members
+    written and count of others (a class, not a closure that calls itself through its
+    own cell: that was a cycle left to the collector at every compile)."""
+
+    def __init__(self, syn: JsonSyntax, members: Sequence[Member], required: Sequence[bool],
+                 track: Sequence[int], low: int, high: int | None) -> None:
+        self.syn, self.low, self.high = syn, low, high
+        self.track = list(track)
+        tracked = set(self.track)
+        self.texts = {i: _text(syn, members[i]) for i in self.track}
+        self.untracked = [i for i in range(len(members)) if i not in tracked]
+        self.other = _choice(syn, members, self.untracked) if self.untracked else NOTHING
+        self.counting = bool(self.untracked) and (low > 0 or high is not None)
+        self.cap = (high if high is not None else low) if self.counting else 0
+        self.more_others = (star(seq(syn.comma, self.other))
+                            if self.untracked and not self.counting else EMPTY)
+        self.bit = {i: 1 << j for j, i in enumerate(self.track)}
+        self.must = sum(self.bit[i] for i in self.track if required[i])
+        self._memo: dict[tuple[int, int], Expr] = {}
+
+    def after(self, seen: int, extra: int) -> Expr:
+        found = self._memo.get((seen, extra))
+        if found is not None:
+            return found
+        syn, low, high, counting = self.syn, self.low, self.high, self.counting
+        size = seen.bit_count() + extra
+        # Past the lower bound with no upper one, more others change nothing: loop.
+        saturated = counting and high is None and extra >= self.cap
+        options: list[Expr] = []
+        if seen & self.must == self.must and low <= size:
+            options.append(EMPTY)
+        if high is None or size < high:
+            left = [i for i in self.track if not seen & self.bit[i]]
+            if left:
+                options.append(seq(syn.comma, alt(*(
+                    seq(self.texts[i], self.after(seen | self.bit[i], extra)) for i in left))))
+            if counting and not saturated:
+                options.append(seq(syn.comma, self.other, self.after(seen, extra + 1)))
+        loop = star(seq(syn.comma, self.other)) if saturated else self.more_others
+        result = seq(loop, alt(*options)) if options else NOTHING
+        self._memo[(seen, extra)] = result
+        return result
 
 
 def _counted(listed: int, extras: bool, low: int, high: int | None, required: int) -> bool:

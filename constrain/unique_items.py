@@ -983,7 +983,9 @@ class UniqueGuards:
 
     def __init__(self, plan: UniqueItemsPlan, compiled: CompiledConstraint) -> None:
         self.plan = plan
-        self.compiled = compiled
+        # Not the constraint itself, which holds these guards: a cycle, left to the
+        # collector at every compile of a schema with a guard.
+        self._token_bytes = compiled.vocab.token_bytes
         self.start: _Track = (_VALUE, False, None, plan.root, (), None)
         self._index = _token_index(compiled.vocab)
         self._options = compiled.automaton.options
@@ -1138,7 +1140,7 @@ class UniqueGuards:
             if len(doomed) or len(checked):
                 out = out.copy() if out is base else out
                 words = out.view(np.uint32)
-                table = self.compiled.vocab.token_bytes
+                table = self._token_bytes
                 failed = [t for t in checked.tolist()
                           if not self._keeps(self.feed(track, table[t]))]
                 for token in (*doomed.tolist(), *failed):
