@@ -3,8 +3,10 @@
 Runs :func:`benchmarks.maskbench.check_schema` (the same method as the side-by-side run)
 for constrain alone, in this process with a CPU-time budget per schema, over a stratified sample, and
 prints time to first mask and time between masks (avg, p50, p99), the schemas that cost
-the most, and optionally a ``cProfile`` table of the whole run. A steadier way than the
-side-by-side run to see whether an engine change helped: no anchor shares the machine.
+the most, what the garbage collector took (its young and full passes, and the objects it
+freed: those left in reference cycles), and optionally a ``cProfile`` table of the whole
+run. A steadier way than the side-by-side run to see whether an engine change helped: no
+anchor shares the machine.
 
     python -m benchmarks.maskbench_profile --sample 4             # 84 schemas
     python -m benchmarks.maskbench_profile --sample 4 --profile tottime
@@ -16,7 +18,9 @@ from __future__ import annotations
 
 import argparse
 import cProfile
+import gc
 import pstats
+import time
 import warnings
 from typing import Any
 
@@ -41,6 +45,43 @@ def _check_within(engine: Any, path: Any, budget: float) -> dict[str, Any]:
     except Exception as e:  # noqa: BLE001 - a budget error while matching, say
         return {"id": f"{path.parent.name}/{path.stem}", "status": "error",
                 "detail": f"{type(e).__name__}: {e}"[:300]}
+
+
+class CollectorClock:
+    """Time and count the garbage collector's passes while installed (``gc.callbacks``).
+
+    >>> clock = CollectorClock()
+    >>> clock.install(); _ = gc.collect(); clock.remove()
+    >>> clock.passes[2] >= 1
+    True
+    """
+
+    def __init__(self) -> None:
+        self.passes = [0, 0, 0]
+        self.seconds = [0.0, 0.0, 0.0]
+        self.freed = 0  # objects found unreachable: what reference counting left behind
+        self._began = 0.0
+
+    def _callback(self, phase: str, info: dict[str, int]) -> None:
+        if phase == "start":
+            self._began = time.perf_counter()
+            return
+        generation = info["generation"]
+        self.passes[generation] += 1
+        self.seconds[generation] += time.perf_counter() - self._began
+        self.freed += info["collected"]
+
+    def install(self) -> None:
+        gc.callbacks.append(self._callback)
+
+    def remove(self) -> None:
+        gc.callbacks.remove(self._callback)
+
+    def summary(self) -> str:
+        young = self.seconds[0] + self.seconds[1]
+        return (f"collector: {self.passes[0] + self.passes[1]} young passes ({young:.2f} s), "
+                f"{self.passes[2]} full ({self.seconds[2]:.2f} s); {self.freed} objects "
+                f"freed by it (left in reference cycles)")
 
 
 def _stats(values: list[float]) -> str:
@@ -70,6 +111,8 @@ def main(argv: list[str] | None = None) -> int:
     engine = ConstrainEngine(load_vocab(args.vocab))
     profiler = cProfile.Profile() if args.profile else None
     results: list[dict[str, Any]] = []
+    clock = CollectorClock()
+    clock.install()
     with warnings.catch_warnings():
         warnings.simplefilter("ignore")
         if profiler:
@@ -81,6 +124,7 @@ def main(argv: list[str] | None = None) -> int:
             results.append(_check_within(engine, path, args.budget))
         if profiler:
             profiler.disable()
+    clock.remove()
     ok = [r for r in results if r["status"] == "ok"]
     print(f"{len(results)} schemas, {len(ok)} passing, "
           f"{sum(r['status'] == 'wrong' for r in results)} wrong, "
@@ -89,6 +133,7 @@ def main(argv: list[str] | None = None) -> int:
           f"{sum(r['status'] == 'error' for r in results)} errors while matching")
     print("ttfm:", _stats([t for r in ok for t in r["ttfm_us"]]))
     print("tbm: ", _stats([t for r in ok for t in r["tbm_us"]]))
+    print(clock.summary())
     for r in results:
         if r["status"] in ("error", "wrong", "timeout", "refused"):
             print(f"  {r['status']}: {r['id']} {r.get('detail', '')[:160]}")

@@ -39,6 +39,7 @@ from __future__ import annotations
 import json
 import re
 import warnings
+import weakref
 from collections.abc import Callable
 from dataclasses import dataclass, replace
 from decimal import Decimal
@@ -209,7 +210,12 @@ class Compiler:
         plan = self._trace.plan(self.syn) if self._trace is not None else None
         if plan is not None:
             metadata["unique_items"] = plan
-        return Grammar(rules, name, metadata, self.syn.library)
+        grammar = Grammar(rules, name, metadata, self.syn.library)
+        if self.regular.built or self.regular.pending:
+            # Its lazy nodes build through the regularizer, whose memos hold them: a cycle
+            # the grammar's end breaks (the grammar itself is outside it).
+            weakref.finalize(grammar, self.regular.release)
+        return grammar
 
     def close(self) -> None:
         """Let go of everything this compilation held. Its memos hold facts that ask the

@@ -34,7 +34,7 @@ from __future__ import annotations
 
 from collections.abc import Callable, Mapping
 
-from .errors import ConstrainError, ResourceLimitError, UnsupportedSchemaError
+from .errors import ConstrainError, GrammarError, ResourceLimitError, UnsupportedSchemaError
 from .grammar import (
     NOTHING,
     Alt,
@@ -85,6 +85,10 @@ class Regularizer:
         :meth:`finish`)."""
         # Made when an over-approximation first needs it: most compiles never do.
         self._soup: dict[str, Expr] | None = None
+        # What finish() learnt: which expressions hold markers, and their unfoldings.
+        self._marked: dict[int, tuple[Expr, bool]] = {}
+        self._fixed: dict[int, tuple[Expr, Expr]] = {}
+        self.released = False
 
     def under(self, expr: Expr) -> Expr:
         """A regular subset of ``expr`` (references unfolded ``depth`` times, then empty)."""
@@ -155,6 +159,9 @@ class Regularizer:
         if container and depth == 0:
             return self._soup_for(name) if over else NOTHING
         body = self.rules.get(name)
+        if body is None and self.released:
+            raise GrammarError("a lazy node of a grammar that was freed cannot be built: keep "
+                               "the grammar for as long as its expressions are used", name)
         if body is None:
             # A recursion still being compiled: leave a marker, :meth:`finish` unfolds it.
             self.pending = True
@@ -205,46 +212,59 @@ class Regularizer:
         if not self.pending:
             return
         self._memo.clear()  # results from before every rule was known may hold markers
-        marked: dict[int, tuple[Expr, bool]] = {}
-        fixed: dict[int, tuple[Expr, Expr]] = {}
-
-        def has_marker(expr: Expr) -> bool:
-            stack = [expr]
-            while stack:  # iterative post-order: expressions can be deep
-                e = stack[-1]
-                if id(e) in marked:
-                    stack.pop()
-                    continue
-                todo = [i for i in inside(e) if id(i) not in marked]
-                if todo:
-                    stack.extend(todo)
-                    continue
-                stack.pop()
-                value = (isinstance(e, Ref) and e.name.startswith(_PENDING)) or any(
-                    marked[id(i)][1] for i in inside(e))
-                marked[id(e)] = (e, value)
-            return marked[id(expr)][1]
-
-        def fix(expr: Expr) -> Expr:
-            if not has_marker(expr):
-                return expr
-            found = fixed.get(id(expr))
-            if found is not None:
-                return found[1]
-            if isinstance(expr, Ref):
-                pending = _parse_pending(expr.name)
-                assert pending is not None
-                result = self._unfold(*pending)
-            else:
-                result = self._rebuild(expr, lambda e, flip=False: fix(e), (self, "finish"))
-            fixed[id(expr)] = (expr, result)
-            return result
-
         try:
             for name in list(rules):
-                rules[name] = fix(rules[name])
+                rules[name] = self._fix(rules[name])
         except NeedsRegular as e:  # the keyword that asked is compiled already
             raise _unfolding_limit(e) from e
+
+    def _has_marker(self, expr: Expr) -> bool:
+        marked = self._marked
+        stack = [expr]
+        while stack:  # iterative post-order: expressions can be deep
+            e = stack[-1]
+            if id(e) in marked:
+                stack.pop()
+                continue
+            todo = [i for i in inside(e) if id(i) not in marked]
+            if todo:
+                stack.extend(todo)
+                continue
+            stack.pop()
+            value = (isinstance(e, Ref) and e.name.startswith(_PENDING)) or any(
+                marked[id(i)][1] for i in inside(e))
+            marked[id(e)] = (e, value)
+        return marked[id(expr)][1]
+
+    def _fix(self, expr: Expr, flip: bool = False) -> Expr:
+        """``expr`` with the markers :meth:`finish` unfolds unfolded (``flip``: the walk's
+        signature, unused here: a marker says its own side)."""
+        if not self._has_marker(expr):
+            return expr
+        found = self._fixed.get(id(expr))
+        if found is not None:
+            return found[1]
+        if isinstance(expr, Ref):
+            pending = _parse_pending(expr.name)
+            assert pending is not None
+            result = self._unfold(*pending)
+        else:
+            result = self._rebuild(expr, self._fix, (self, "finish"))
+        self._fixed[id(expr)] = (expr, result)
+        return result
+
+    def release(self) -> None:
+        """Forget the rules and every memo, once the grammar made with this is freed (see
+        :meth:`Compiler.grammar`): the lazy nodes made here build through this object, and
+        its memos and rules hold those nodes, a cycle that only the collector would free
+        (~190,000 objects for one ``oneOf``-heavy MaskBench schema). Nothing can build
+        through it afterwards."""
+        self.rules = {}
+        self._memo.clear()
+        self._fixed.clear()
+        self._marked.clear()
+        self.refs = RefTracker()
+        self.released = True
 
 
 class UnguardedCycle(NeedsRegular):

@@ -1694,6 +1694,10 @@ _FREED_SCHEMAS = [
      "items": {"type": "string", "pattern": "^[a-z]+$", "maxLength": 8}},
     {"anyOf": [{"type": "number", "minimum": 0, "multipleOf": 0.5},
                {"type": "string", "format": "date"}]},
+    # A complement of free-form values: regular stand-ins, whose lazy nodes build through
+    # the compiler's regularizer.
+    {"type": "object", "patternProperties": {"^[0-9]$": {"type": "array"}},
+     "not": {"anyOf": [{"required": ["1", "3"]}, {"patternProperties": {"^(1|2)$": False}}]}},
 ]
 _FREED_INSTANCES = [
     {"id": 1, "tags": ["x"], "owner": {"site": "s", "login": "l"}, "name": "n"},
@@ -1703,6 +1707,7 @@ _FREED_INSTANCES = [
     {"k": "p", "n": 4},
     ["ab", "c"],
     "2024-02-29",
+    {"1": [1, 2], "4": []},
 ]
 
 
