@@ -271,7 +271,8 @@ class Automaton:
         self._lock = threading.RLock()
         # Persistent stacks: id -> (top term, id of the stack below); id 0 is empty.
         self._stack_frames: list[tuple[int, int]] = [(EPS, EMPTY_STACK)]
-        self._stack_ids: dict[tuple[int, int], int] = {}
+        # By ``term << 32 | below``: a number, not a tuple made at every push.
+        self._stack_ids: dict[int, int] = {}
         self._stack_can_end_flags: list[bool] = [True]
         # None for a state of an exponential automaton made from its members' bitset alone
         # (see _step_members): its union term and stack are made if something asks.
@@ -480,7 +481,7 @@ class Automaton:
         """The stack ``below`` with ``term`` on top (finished ε tops are popped at once)."""
         # Only forced, live terms other than ε are keys, so a hit needs none of the checks
         # below (most pushes repeat one made before: ~140,000 on the MaskBench sample).
-        found = self._stack_ids.get((term, below))
+        found = self._stack_ids.get(term << 32 | below)
         if found is not None:
             return found
         # A state's top is never a lazy term, so equal content is always the same state.
@@ -489,11 +490,11 @@ class Automaton:
             return below
         if term == EMPTYSET or not self.terms.is_live(term):
             return DEAD_STACK
-        key = (term, below)
+        key = term << 32 | below
         found = self._stack_ids.get(key)
         if found is None:
             found = len(self._stack_frames)
-            self._stack_frames.append(key)
+            self._stack_frames.append((term, below))
             self._stack_ids[key] = found
             self._stack_can_end_flags.append(
                 self.terms.nullable(term) and self._stack_can_end_flags[below]
@@ -743,6 +744,9 @@ class Automaton:
                 found = steps.get(state << 8 | byte)
                 if found is None:
                     if i + 1 < len(data):
+                        inside = self._step_in_head(state, data[i:] if i else data)
+                        if inside is not None:
+                            return inside
                         return self._step_through(state, data[i:])
                     found = self._step(state, byte)
                 state = found
@@ -750,6 +754,56 @@ class Automaton:
             if state == self.DEAD:
                 return state
         return state
+
+    def _step_in_head(self, state: int, data: bytes) -> int | None:
+        """:meth:`step_bytes` from a state without a row whose mask was made from its
+        head (see :meth:`head_split`), for ``data`` that stays inside the head: through
+        the head's rows while its mask's walk built them, then on the head's term (its
+        derivatives by a byte are memoized, and the same head recurs wherever it occurs),
+        and one new top at the end, the head's term then the tail; instead of a
+        derivative of the whole top, a new term, at every byte. ``None`` where that does
+        not apply: no split known, a head that is not one term, a byte the head rejects
+        or one that calls a rule, or a point before the last byte where the head may end
+        (the bytes after it may go on in the tail instead)."""
+        split = self._splits_found.get(state)
+        if not split:
+            return None
+        head, _, _, rest, tail = split
+        item, accepting, t = self._rows.item, self._accepting, self.terms
+        term = -1  # the head's term, once past its built rows
+        with self._lock:
+            for byte in data:
+                if term < 0:
+                    if accepting[head]:
+                        return None
+                    following = item(head, byte)
+                    if following > self.DEAD:
+                        head = following
+                        continue
+                    if following == self.DEAD:
+                        return None
+                    term = self._lone_term(head)
+                    if term < 0:
+                        return None
+                if t.nullable(term):
+                    return None
+                term, refs = t.derivative_byte(term, byte)
+                if term == EMPTYSET or refs:
+                    return None
+            if term < 0:
+                term = self._lone_term(head)
+                if term < 0:
+                    return None
+            found = self._push(rest, t.seq(term, tail))
+            return self.DEAD if found == DEAD_STACK else self._intern((found,))
+
+    def _lone_term(self, state: int) -> int:
+        """The term of a state that is one term on the empty stack, else -1."""
+        config = self._config_of(state)
+        if len(config) != 1:
+            return -1
+        term, below = self._stack_frames[config[0]]
+        return term if below == EMPTY_STACK else -1
 
     def _step_through(self, state: int, data: bytes) -> int:
         """:meth:`step_bytes` from a state without a row, by more than one byte: each byte

@@ -1650,3 +1650,79 @@ def test_row_table_keeps_rows_and_accepting_flags_across_growth(
     assert a.num_states > 400 and len(a.table) == 600
     assert all((a.table[s] == row).all() for s, row in rows.items())
     assert all(a.matches(w) for w in words) and not a.matches(words[0] + b"0")
+
+
+
+def _steps_in_heads(grammar: Grammar, texts: list[bytes], seed: int) -> int:
+    """Follow each text in token-sized chunks on one automaton, asking each state's head
+    split first as its mask would, and byte by byte on a fresh one: the two are dead at
+    the same chunk boundaries and accept the same texts. Returns how many chunks the
+    head path (``Automaton._step_in_head``) served."""
+    rng = random.Random(seed)
+    fast, reference = Automaton(grammar), Automaton(grammar)
+    served = 0
+    for text in texts:
+        state = expected = fast.start
+        at = 0
+        while at < len(text) and state != DEAD:
+            chunk = text[at:at + rng.randint(2, 7)]
+            at += len(chunk)
+            fast.head_split(state)
+            inside = None if fast.has_row(state) else fast._step_in_head(state, chunk)
+            state = fast.step_bytes(state, chunk)
+            if inside is not None:
+                served += 1
+                assert state == inside
+            for byte in chunk:
+                expected = reference.step_bytes(expected, bytes([byte]))
+            assert (state == DEAD) == (expected == DEAD), (text, at)
+        accepted = state != DEAD and fast.is_accepting(state)
+        assert accepted == reference.matches(text), text
+    return served
+
+
+def _mutations(texts: list[bytes], alphabet: bytes, count: int, seed: int) -> list[bytes]:
+    """``count`` texts, each one of ``texts`` with a byte replaced, dropped or added."""
+    rng = random.Random(seed)
+    out = []
+    for _ in range(count):
+        text = rng.choice(texts)
+        at, byte = rng.randrange(len(text)), bytes([rng.choice(alphabet)])
+        out.append(rng.choice([text[:at] + byte + text[at + 1:], text[:at] + text[at + 1:],
+                               text[:at] + byte + text[at:]]))
+    return out
+
+
+def test_a_token_inside_a_head_steps_to_the_same_language() -> None:
+    """A state whose mask was made from its head (see :meth:`Automaton.head_split`)
+    follows a token that stays inside the head on the head's own term, then puts the tail
+    back once. On JSON documents and their mutations, and on a grammar whose head may end
+    where its tail may begin with the same bytes, that state is dead exactly where byte
+    by byte steps are and accepts the same texts; the head path serves many steps."""
+    from constrain.json_schema import schema_to_grammar
+
+    schema = {
+        "type": "object",
+        "properties": {
+            "name": {"type": "string", "pattern": "^[a-z]+(-[a-z]+)*$"},
+            "tags": {"type": "array", "items": {"type": "string", "maxLength": 8}},
+            "size": {"type": "integer", "minimum": 10},
+            "meta": {"type": "object", "properties": {"note": {"type": "string"}},
+                     "required": ["note"], "additionalProperties": False},
+        },
+        "required": ["name"],
+    }
+    documents = [json.dumps(d, ensure_ascii=False).encode() for d in (
+        {"name": "ab-cd-efg", "tags": ["x", "yyyyyyyy", "é ü"], "size": 120},
+        {"name": "long-hyphenated-name-here", "meta": {"note": "a \"quoted\" note\n"}},
+        {"tags": [], "name": "z", "meta": {"note": ""}},
+    )]
+    texts = documents + _mutations(documents, b'az-"{}[],: 09', 40, seed=11)
+    assert _steps_in_heads(schema_to_grammar(schema), texts, seed=3) >= 40
+
+    # The head [a-z]* may end anywhere, and the call after it reads letters too.
+    overlapping = Grammar({"start": seq(star(char_range("a", "z")), ref("call"), literal(";")),
+                           "call": alt(literal("ab"), literal("abc;x"))}, start="start")
+    words = [b"ab;", b"zzab;", b"abab;", b"qab;", b"abc;x;", b"zabc;x;", b"abcab;"]
+    texts = words + _mutations(words, b"abcxz;", 40, seed=5)
+    _steps_in_heads(overlapping, texts, seed=1)
