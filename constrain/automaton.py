@@ -33,7 +33,7 @@ from . import grammar as ir
 from .errors import GrammarError, ResourceLimitError
 from .member_sets import MemberSets
 from .recursion_limit import ensure_recursion_limit
-from .terms import EMPTYSET, EPS, Fingerprint, TermStore
+from .terms import ALL_BYTES, EMPTYSET, EPS, Fingerprint, TermStore
 from .utf8 import utf8_byte_ranges
 
 __all__ = ["Automaton", "AutomatonOptions", "CountedRun", "HeadSplit", "LiteralText"]
@@ -757,45 +757,60 @@ class Automaton:
 
     def _step_in_head(self, state: int, data: bytes) -> int | None:
         """:meth:`step_bytes` from a state without a row whose mask was made from its
-        head (see :meth:`head_split`), for ``data`` that stays inside the head: through
-        the head's rows while its mask's walk built them, then on the head's term (its
-        derivatives by a byte are memoized, and the same head recurs wherever it occurs),
-        and one new top at the end, the head's term then the tail; instead of a
-        derivative of the whole top, a new term, at every byte. ``None`` where that does
-        not apply: no split known, a head that is not one term, a byte the head rejects
-        or one that calls a rule, or a point before the last byte where the head may end
-        (the bytes after it may go on in the tail instead)."""
+        head (see :meth:`head_split`): through the head's rows while its mask's walk
+        built them, then on the head's term (its derivatives by a byte are memoized, and
+        the same head recurs wherever it occurs), and one new top at the end, the head's
+        term then the tail; instead of a derivative of the whole top, a new term, at
+        every byte. Where the head may end before a byte, the byte goes on in the head
+        if the tail cannot start with it (a number's next digit), and in the tail if the
+        head cannot take it (a comma after the number): that state then steps through
+        the rest. ``None`` where neither holds, or where there is no split, the head is
+        not one term, or a byte of the head calls a rule."""
         split = self._splits_found.get(state)
         if not split:
             return None
         head, _, _, rest, tail = split
         item, accepting, t = self._rows.item, self._accepting, self.terms
         term = -1  # the head's term, once past its built rows
+        tail_first = -1  # the bytes the tail may start with (all: it may be empty), once asked
         with self._lock:
-            for byte in data:
+            for i, byte in enumerate(data):
+                ends = accepting[head] if term < 0 else t.nullable(term)
+                if ends and tail_first < 0:
+                    tail_first = ALL_BYTES if t.nullable(tail) else t.first_bytes(tail)
+                tail_takes = ends and tail_first >> byte & 1
                 if term < 0:
-                    if accepting[head]:
-                        return None
                     following = item(head, byte)
                     if following > self.DEAD:
+                        if tail_takes:
+                            return None
                         head = following
                         continue
-                    if following == self.DEAD:
+                    if following < 0:  # no row: on the head's term from here
+                        term = self._lone_term(head)
+                        if term < 0:
+                            return None
+                if term >= 0:
+                    term, refs = t.derivative_byte(term, byte)
+                    if refs:
                         return None
+                    if term != EMPTYSET:
+                        if tail_takes:
+                            return None
+                        continue
+                if not tail_takes:  # neither the head nor the tail takes the byte
+                    return self.DEAD
+                stack = self._push(rest, tail)
+                after = self.DEAD if stack == DEAD_STACK else self._intern((stack,))
+                break
+            else:
+                if term < 0:
                     term = self._lone_term(head)
                     if term < 0:
                         return None
-                if t.nullable(term):
-                    return None
-                term, refs = t.derivative_byte(term, byte)
-                if term == EMPTYSET or refs:
-                    return None
-            if term < 0:
-                term = self._lone_term(head)
-                if term < 0:
-                    return None
-            found = self._push(rest, t.seq(term, tail))
-            return self.DEAD if found == DEAD_STACK else self._intern((found,))
+                found = self._push(rest, t.seq(term, tail))
+                return self.DEAD if found == DEAD_STACK else self._intern((found,))
+        return after if after == self.DEAD else self.step_bytes(after, data[i:])
 
     def _lone_term(self, state: int) -> int:
         """The term of a state that is one term on the empty stack, else -1."""
