@@ -84,7 +84,7 @@ from .regex import parse_regex
 
 if TYPE_CHECKING:
     from .json_schema import JsonSchemaOptions
-    from .unique_items import PathNode, PathTrace
+    from .unique_items import PathNode, PathTrace, UniqueItemsPlan
 
 __all__ = ["SUPPORTED_KEYWORDS", "Compiler"]
 
@@ -190,6 +190,7 @@ class Compiler:
         self._key_verdicts: dict[tuple[str, str, bool], bool] = {}
         self._key_automata: dict[int, tuple[Expr, Any]] = {}
         self._trace: PathTrace | None = None  # made at the first uniqueItems a guard may take
+        self._unique_plan: UniqueItemsPlan | None = None  # the trace's guards, once made
         # Guarded places whose arrays a complemented language holds too (see _guard_unique).
         self._complemented: list[tuple[PathNode, str]] = []
 
@@ -211,6 +212,11 @@ class Compiler:
         if plan is not None:
             metadata["unique_items"] = plan
         grammar = Grammar(rules, name, metadata, self.syn.library)
+        if plan is not None:
+            from .unique_items import unlink_when_gone
+
+            self._unique_plan = plan  # kept by close(); the rest of the trace unlinked
+            unlink_when_gone(grammar, plan)
         if self.regular.built or self.regular.pending:
             # Its lazy nodes build through the regularizer, whose memos hold them: a cycle
             # the grammar's end breaks (the grammar itself is outside it).
@@ -223,6 +229,9 @@ class Compiler:
         helpers hold it: without this, each compile left a few hundred objects in cycles
         for the collector to find (a median MaskBench schema: ~600). The grammar made
         does not need the compiler."""
+        trace = vars(self).get("_trace")
+        if trace is not None:  # its path nodes are a cycle where the schema recurses
+            trace.release(vars(self).get("_unique_plan"))
         vars(self).clear()
 
     # -- errors and warnings -----------------------------------------------------------

@@ -70,6 +70,7 @@ import contextlib
 import json
 import math
 import re
+import weakref
 from bisect import bisect_left
 from collections.abc import Iterator
 from dataclasses import dataclass, field
@@ -267,6 +268,17 @@ class PathTrace:
             if n.array is not None and id(n.array) not in live:
                 n.array = None
         return UniqueItemsPlan(self.root, syntax)
+
+    def release(self, kept: UniqueItemsPlan | None = None) -> None:
+        """Unlink every path node but those ``kept`` reaches: the nodes of a recursive
+        schema refer to each other, a cycle that would otherwise be left to the garbage
+        collector when a compile is refused or keeps no guard (``kept``'s own are unlinked
+        when its grammar goes: see :func:`unlink_when_gone`)."""
+        live = set() if kept is None else {id(n) for n in _reachable(kept.root)}
+        for node in self.nodes.values():
+            if id(node) not in live:
+                _unlink(node)
+        self.nodes = {}
 
     # -- the walk ----------------------------------------------------------------------
 
@@ -538,6 +550,36 @@ class PathTrace:
 
 def _key(flat: list[Node]) -> tuple[Any, ...]:
     return tuple(n.key for n in flat)
+
+
+def unlink_when_gone(owner: object, plan: UniqueItemsPlan) -> None:
+    """Unlink ``plan``'s path nodes (see :meth:`PathTrace.release`) when ``owner`` (the
+    grammar holding the plan) is freed."""
+    weakref.finalize(owner, _unlink_all, list(_reachable(plan.root)))
+
+
+def _unlink_all(nodes: list[PathNode]) -> None:
+    for node in nodes:
+        _unlink(node)
+
+
+def _unlink(node: PathNode) -> None:
+    if node is _DEAD_END:
+        return
+    node.keys, node.other, node.regions, node.array = {}, None, [], None
+    node.positions, node.rest, node.guard = [], None, None
+
+
+def _reachable(root: PathNode) -> Iterator[PathNode]:
+    seen = {id(root)}
+    todo = [root]
+    while todo:
+        node = todo.pop()
+        yield node
+        for child in _children(node):
+            if id(child) not in seen:
+                seen.add(id(child))
+                todo.append(child)
 
 
 def _children(node: PathNode) -> Iterator[PathNode]:

@@ -1698,6 +1698,10 @@ _FREED_SCHEMAS = [
     # the compiler's regularizer.
     {"type": "object", "patternProperties": {"^[0-9]$": {"type": "array"}},
      "not": {"anyOf": [{"required": ["1", "3"]}, {"patternProperties": {"^(1|2)$": False}}]}},
+    # A guard in a recursive schema: its path nodes refer to each other.
+    {"$ref": "#/$defs/node", "$defs": {"node": {"type": "object", "properties": {
+        "tags": {"type": "array", "uniqueItems": True, "items": {"type": "string"}},
+        "kids": {"type": "array", "items": {"$ref": "#/$defs/node"}}}}}},
 ]
 _FREED_INSTANCES = [
     {"id": 1, "tags": ["x"], "owner": {"site": "s", "login": "l"}, "name": "n"},
@@ -1708,6 +1712,13 @@ _FREED_INSTANCES = [
     ["ab", "c"],
     "2024-02-29",
     {"1": [1, 2], "4": []},
+    {"tags": ["a", "b"], "kids": [{"tags": ["a"], "kids": []}]},
+]
+# Refused, after the path trace of their uniqueItems was made.
+_FREED_REFUSED = [
+    {"$ref": "#/$defs/node", "$defs": {"node": {"type": "object", "properties": {
+        "tags": {"type": "array", "uniqueItems": True, "items": {"type": "object"}},
+        "kids": {"type": "array", "items": {"$ref": "#/$defs/node"}}}}}},
 ]
 
 
@@ -1729,6 +1740,9 @@ def test_a_dropped_constraint_is_freed_without_the_collector(byte_vocab: Vocabul
                 matcher.fill_bitmask(np.zeros((1, compiled.mask_words), dtype=np.int32))
                 assert matcher.advance(byte), (schema, instance)
             assert matcher.is_accepting()
+        for schema in _FREED_REFUSED:
+            with pytest.raises(UnsupportedSchemaError, match="uniqueItems"):
+                schema_to_grammar(schema, JsonSchemaOptions())
 
     compile_and_decode()  # process-wide tables (shared leaves, the JSON library) made once
     gc.collect()
