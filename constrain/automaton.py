@@ -743,12 +743,15 @@ class Automaton:
             else:
                 found = steps.get(state << 8 | byte)
                 if found is None:
+                    inside = self._step_in_head(state, data[i:] if i else data)
                     if i + 1 < len(data):
-                        inside = self._step_in_head(state, data[i:] if i else data)
                         if inside is not None:
                             return inside
                         return self._step_through(state, data[i:])
-                    found = self._step(state, byte)
+                    if inside is None:
+                        found = self._step(state, byte)
+                    else:
+                        found = steps[state << 8 | byte] = inside
                 state = found
                 rows = self._rows  # building may have grown the table
             if state == self.DEAD:

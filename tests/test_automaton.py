@@ -1675,7 +1675,7 @@ def _steps_in_heads(grammar: Grammar, texts: list[bytes], seed: int) -> int:
         state = expected = fast.start
         at = 0
         while at < len(text) and state != DEAD:
-            chunk = text[at:at + rng.randint(2, 7)]
+            chunk = text[at:at + rng.randint(1, 7)]
             at += len(chunk)
             split = fast.head_split(state)
             if split is not None and rng.random() < 0.5:
