@@ -773,10 +773,11 @@ class Automaton:
         if not split:
             return None
         head, _, _, rest, tail = split
-        item, accepting, t = self._rows.item, self._accepting, self.terms
+        t = self.terms
         term = -1  # the head's term, once past its built rows
         tail_first = -1  # the bytes the tail may start with (all: it may be empty), once asked
-        with self._lock:
+        with self._lock:  # the table and the flags are replaced together as they grow
+            item, accepting = self._rows.item, self._accepting
             for i, byte in enumerate(data):
                 ends = accepting[head] if term < 0 else t.nullable(term)
                 if ends and tail_first < 0:
