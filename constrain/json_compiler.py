@@ -101,10 +101,10 @@ SUPPORTED_KEYWORDS = frozenset({
 (``unevaluatedProperties``, ``unevaluatedItems``, ``$dynamicRef``, ``$recursiveRef``) are
 refused."""
 
-_GUARDED_TYPES = frozenset({"string", "number", "null", "boolean"})
+_CONTAINER_TYPES = frozenset({"object", "array"})
+"""Element types whose values a ``uniqueItems`` guard counts by :func:`has_unbounded_values
+<constrain.unique_items.has_unbounded_values>` (their texts are not their values)."""
 _COMPLEMENTED = "it is in a complemented language (under not, if or oneOf)"
-"""Element types a ``uniqueItems`` guard reads (see :mod:`constrain.unique_items`): numbers
-only where every value is an integer."""
 
 MAX_NESTING = 400
 """Sub-schemas being compiled inside each other at once (a budget against pathological
@@ -590,7 +590,8 @@ class Compiler:
                 return []
             self.refuse("uniqueItems", pointer, "exact only when every element comes from a "
                         "small finite set of values (enum, const, boolean, null), or for "
-                        f"strings guarded while decoding, which this array cannot be: {why}",
+                        "strings, integers, objects and arrays guarded while decoding, "
+                        f"which this array cannot be: {why}",
                         negative)
             return None
         values: dict[Any, Any] = {}
@@ -615,7 +616,13 @@ class Compiler:
         done, else why not."""
         from .json_numbers import integer_expr
         from .json_scalars import integral_values
-        from .unique_items import MIN_VALUES, PathTrace, UniqueGuard, has_enough_values
+        from .unique_items import (
+            MIN_VALUES,
+            PathTrace,
+            UniqueGuard,
+            has_enough_values,
+            has_unbounded_values,
+        )
 
         if self._trace is None:
             self._trace = PathTrace(self)
@@ -629,10 +636,8 @@ class Compiler:
                 return _COMPLEMENTED + ", at a place no guard follows"
             self._complemented.append((path, node.pointer + "/uniqueItems"))
             return None
-        if any(p.opaque or not _GUARDED_TYPES.issuperset(p.types) for p in positions):
-            return ("its elements are not all strings, integers, booleans or null (objects, "
-                    "arrays and non-integer numbers are equal across spellings the guard "
-                    "does not follow)")
+        if any(p.opaque for p in positions):
+            return "its elements' languages are not built exactly"
         path = self._trace.guardable(flat, node)
         if path is None:
             return ("its place in the document is not fixed by keys, array positions "
@@ -657,12 +662,15 @@ class Compiler:
             if typed.values is not None:
                 enough = len({canonical(v) for v in typed.values}) >= needed
             else:
-                # Spellings are counted: integers by their integer spellings alone (3,
-                # not 3.0), of which 0 has two (-0).
-                if "number" in typed.parts:
-                    expr = alt(*(intersect(e, integer_expr()) if t == "number" else e
-                                 for t, e in typed.parts.items()))
-                enough = has_enough_values(expr, library, needed + integers)
+                # Objects and arrays: infinitely many values or not known (their texts
+                # are not their values); the rest by their spellings, integers by their
+                # integer spellings alone (3, not 3.0), of which 0 has two (-0).
+                containers = [e for t, e in typed.parts.items() if t in _CONTAINER_TYPES]
+                enough = bool(containers) and has_unbounded_values(alt(*containers), library)
+                scalars = [intersect(e, integer_expr()) if t == "number" else e
+                           for t, e in typed.parts.items() if t not in _CONTAINER_TYPES]
+                if not enough and scalars:
+                    enough = has_enough_values(alt(*scalars), library, needed + integers)
             if not enough:
                 return "its elements have too few values to always leave a new one"
         listed = tuple(None if p.values is None else tuple(p.values)

@@ -22,6 +22,8 @@ Values compare as JSON Schema compares them (:func:`canonical`): ``1 == 1.0``, `
 
 from __future__ import annotations
 
+import math
+from collections.abc import Callable
 from decimal import Decimal
 from fractions import Fraction
 from typing import Any
@@ -59,6 +61,8 @@ def canonical(value: Any) -> Any:
     if isinstance(value, bool) or value is None or isinstance(value, str):
         return (json_type(value), value)
     if isinstance(value, (int, float, Decimal)):
+        if isinstance(value, float) and math.isinf(value):
+            return ("number", value)  # what json.loads reads past the largest float
         return ("number", Fraction(value))
     if isinstance(value, list):
         return ("array", tuple(canonical(v) for v in value))
@@ -78,15 +82,19 @@ def float_spelled(value: float | Decimal) -> Expr:
     return intersect(number_expr(value, value), complement(_INTEGER_SPELLINGS))
 
 
-def literal(syn: JsonSyntax, value: Any, all_spellings: bool = False) -> Expr:
+def literal(syn: JsonSyntax, value: Any, all_spellings: bool = False,
+            number: Callable[[Any], Expr] | None = None) -> Expr:
     """The texts of ``value``; numbers are spelled by their Python type, or in every
-    spelling of the same number when ``all_spellings``."""
+    spelling of the same number when ``all_spellings``, or as ``number`` spells them
+    where it is given (wherever they are in the value)."""
     if value is None:
         return syn.null
     if value is True:
         return syn.true
     if value is False:
         return syn.false
+    if number is not None and isinstance(value, (int, float, Decimal)):
+        return number(value)
     if isinstance(value, int):
         return number_expr(value, value) if all_spellings else integer_spelled(value)
     if isinstance(value, (float, Decimal)):  # a Decimal is a float's spelling, read exactly
@@ -96,14 +104,14 @@ def literal(syn: JsonSyntax, value: Any, all_spellings: bool = False) -> Expr:
     if isinstance(value, list):
         if not value:
             return syn.array(alt(), True)
-        items = [literal(syn, v, all_spellings) for v in value]
+        items = [literal(syn, v, all_spellings, number) for v in value]
         body = items[0]
 
         for item in items[1:]:
             body = seq(body, syn.comma, item)
         return syn.array(body, False)
     if isinstance(value, dict):
-        members = [Member(k, literal(syn, v, all_spellings), True)
+        members = [Member(k, literal(syn, v, all_spellings, number), True)
                    for k, v in value.items()]
         expr = object_language(syn, members, [], 0, None)
         assert expr is not None  # literal values never reference rules

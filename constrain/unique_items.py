@@ -70,6 +70,7 @@ import contextlib
 import json
 import math
 import re
+import sys
 import weakref
 from bisect import bisect_left
 from collections.abc import Iterator
@@ -82,13 +83,14 @@ import numpy as np
 
 from .automaton import Automaton, AutomatonOptions
 from .cache import token_trie
-from .errors import SchemaError, UnsupportedSchemaError
+from .errors import ResourceLimitError, SchemaError, UnsupportedSchemaError
 from .grammar import Expr, Grammar, alt, complement, intersect
 from .json_arrays import ArraySpec
+from .json_literals import canonical
 from .json_literals import literal as literal_expr
 from .json_numbers import number_expr
 from .json_objects import ObjectSpec
-from .masks import mask_words, set_bits
+from .masks import TokenMasks, mask_words, set_bits
 from .matcher import TERMINATED, Matcher, write_row, write_tensor_row
 
 if TYPE_CHECKING:
@@ -622,6 +624,13 @@ def _sub_nodes(n: Node) -> Iterator[Node]:
 # -- element languages ------------------------------------------------------------------
 
 
+def _element_grammar(expr: Expr, library: Any) -> Grammar:
+    """A grammar of ``expr`` alone, with the rules of the schema's ``library``."""
+    rules = dict(library.rules) if library is not None else {}
+    rules["element"] = expr
+    return Grammar(rules, "element", library=library)
+
+
 def has_enough_values(expr: Expr, library: Any, needed: int = MIN_VALUES,
                       options: AutomatonOptions | None = None, max_states: int = 4096) -> bool:
     """Whether the language ``expr`` (of JSON values) holds at least ``needed`` values. First counted on spellings of printable ASCII without a backslash, length by
@@ -629,9 +638,7 @@ def has_enough_values(expr: Expr, library: Any, needed: int = MIN_VALUES,
     on the whole automaton: a cycle among its live states (infinitely many spellings, so
     values), or that many accepted spellings without a backslash. ``False`` where it has
     more than ``max_states`` states: unknown, so not guarded."""
-    rules = dict(library.rules) if library is not None else {}
-    rules["element"] = expr
-    automaton = Automaton(Grammar(rules, "element", library=library), options)
+    automaton = Automaton(_element_grammar(expr, library), options)
     start = automaton.start
     if start == Automaton.DEAD:
         return False
@@ -668,6 +675,71 @@ def has_enough_values(expr: Expr, library: Any, needed: int = MIN_VALUES,
         count[s] = min(total, needed)
     return count.get(start, 0) >= needed
 
+
+def has_unbounded_values(expr: Expr, library: Any, options: AutomatonOptions | None = None,
+                         max_states: int = 4096) -> bool:
+    """Whether the language ``expr`` (of JSON values, objects and arrays among them) holds
+    infinitely many values. Its texts are not its values (members in any order, whitespace,
+    ``1.0`` and ``1.00``), so they are not counted; instead, following only spellings
+    without whitespace between tokens, backslashes, fractions or exponents (a value has
+    finitely many), a state is looked for that loops on a letter or a digit inside a
+    string, or on a digit inside an integer. The texts through that loop spell ever
+    different strings or integers at one place of the value: ever different values.
+    ``False`` where none is found within ``max_states`` states (not known, so not
+    guarded).
+
+    >>> from constrain.regex import parse_regex
+    >>> has_unbounded_values(parse_regex(r'\\{"a":(true|false|1\\.0*)\\}'), None)
+    False
+    >>> has_unbounded_values(parse_regex(r'\\{"a":"[a-z]*"\\}'), None)
+    True
+    """
+    automaton = Automaton(_element_grammar(expr, library), options)
+    start = (automaton.start, _BETWEEN)
+    seen = {start}
+    todo = [start] if automaton.start != Automaton.DEAD else []
+    while todo:  # depth first: a string's characters are a few bytes in
+        state, lexeme = todo.pop()
+        row = automaton.row(state)
+        loops = _LOOPING.get(lexeme)
+        if loops is not None and (row[loops] == state).any():
+            return True
+        bytes_, lexemes = _CANONICAL_NEXT[lexeme]
+        for successor, after in zip(row[bytes_].tolist(), lexemes):
+            node = (successor, after)
+            if successor != Automaton.DEAD and node not in seen:
+                if len(seen) >= max_states:
+                    return False
+                seen.add(node)
+                todo.append(node)
+    return False
+
+
+# Where a canonical spelling is (see has_unbounded_values): between tokens, inside a string,
+# an integer or a literal; the bytes each may read next, and where each leads.
+_BETWEEN, _IN_STRING, _IN_INTEGER, _IN_LITERAL = range(4)
+
+
+def _canonical_next() -> dict[int, tuple[np.ndarray, list[int]]]:
+    between = {**{b: _BETWEEN for b in b"{}[]:,"}, 0x22: _IN_STRING,
+               **{b: _IN_INTEGER for b in b"-0123456789"}, **{b: _IN_LITERAL for b in b"tfn"}}
+    ending = {b: _BETWEEN for b in b"}],"}
+    table = {
+        _BETWEEN: between,
+        _IN_STRING: {**{b: _IN_STRING for b in range(0x20, 0x100) if b not in b'"\\'},
+                     0x22: _BETWEEN},
+        _IN_INTEGER: {**{b: _IN_INTEGER for b in b"0123456789"}, **ending},
+        _IN_LITERAL: {**{b: _IN_LITERAL for b in b"aelrstu"}, **ending},
+    }
+    return {k: (np.array(sorted(v), dtype=np.int64), [v[b] for b in sorted(v)])
+            for k, v in table.items()}
+
+
+_CANONICAL_NEXT = _canonical_next()
+_LOOPING = {
+    _IN_STRING: np.array(sorted(b"0123456789ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz")),
+    _IN_INTEGER: np.array(sorted(b"0123456789")),
+}
 
 _PLAIN_BYTES = np.array([b for b in range(0x20, 0x7F) if b != 0x5C])
 
@@ -735,10 +807,11 @@ _SCALAR_BYTES = frozenset(b"0123456789+-.eEtruefalsn")
 # from its first byte, a key's from after its quote; None where not needed); ``pending``:
 # the path node of the next value; ``stack``: (is_array, path node, index) per open
 # container; ``region``: inside a guarded array, (guard, index, used values, the last
-# element's value once read).
+# element's value once read, the stack's depth inside the array, the text of the object
+# or array element being read from its opening bracket or None).
 _Used = tuple[bool, object]
 """A used value: (whether it is a boolean, the value json.loads reads)."""
-_Region = tuple[UniqueGuard, int, frozenset[_Used], object]
+_Region = tuple[UniqueGuard, int, frozenset[_Used], object, int, "bytes | None"]
 _Track = tuple[int, bool, "bytes | None", "PathNode | None", tuple[Any, ...], "_Region | None"]
 
 _WILD = ""
@@ -755,27 +828,55 @@ def _spelled(value: object) -> bytes:
     return json.dumps(value, ensure_ascii=False).encode()
 
 
+@dataclass(frozen=True)
+class _Container:
+    """An object or array element as a used value: equal to another by :func:`canonical`
+    (members in any order, ``1 == 1.0``, ``true != 1``), as ``jsonschema`` judges."""
+
+    key: Any
+    value: Any = field(compare=False, repr=False)
+
+
 def _used(value: object) -> _Used:
     """A value as a member of a set of used ones, equal as ``jsonschema`` judges values
     ``json.loads`` reads (``3 == 3.0``), but booleans tagged apart from the integers
     Python counts equal to them (``1 == True``)."""
+    if isinstance(value, (dict, list)):
+        return (False, _Container(canonical(value), value))
     return (isinstance(value, bool), value)
 
 
 def _spellings_of(syntax: JsonSyntax, used: _Used) -> Expr:
-    """Every text that reads as a value equal to ``used``, and for numbers past 2**53
-    some more: those within a float's spacing of it, where ``json.loads`` rounds (more is
-    the safe side: a completion is judged fresh only outside them)."""
+    """Every text that reads as a value equal to ``used``, and around numbers that
+    ``json.loads`` rounds some more (see :func:`_number_spellings`; more is the safe side:
+    a completion is judged fresh only outside them)."""
     value = used[1]
-    if (_is_number(used) and isinstance(value, (int, float))
-            and _FLOATS_ROUND <= abs(value) < _LARGEST_FLOAT):
+    if isinstance(value, _Container):
+        value = value.value
+    elif _is_number(used):
+        return _number_spellings(value)
+    return literal_expr(syntax, value, all_spellings=True, number=_number_spellings)
+
+
+def _number_spellings(value: Any) -> Expr:
+    """The spellings of a number ``json.loads`` reads as equal to ``value``, and for
+    numbers past 2**53 some more: those within a float's spacing of it, where floats
+    round; past the largest float, every number as large (they read as infinity)."""
+    if isinstance(value, float) and math.isinf(value):
+        edge = Fraction(sys.float_info.max)
+        return number_expr(edge, None) if value > 0 else number_expr(None, -edge)
+    if _FLOATS_ROUND <= abs(value) < _LARGEST_FLOAT:
         exact = Fraction(value)
         spacing = Fraction(math.ulp(float(exact)))
         return number_expr(exact - spacing, exact + spacing)
-    return literal_expr(syntax, value, all_spellings=True)
+    return number_expr(value, value)
 
 
 _LARGEST_FLOAT = 2**1024  # past it no float is equal: json.loads reads inf
+_MAX_PAIRS = 200_000
+"""States of an element and of the used values' spellings searched together at most (see
+:meth:`UniqueGuards._fresh_after`): the used values are few, so a search is most often
+a few states long."""
 
 
 def _is_number(used: _Used) -> bool:
@@ -854,6 +955,10 @@ class _TokenIndex:
         # a number's sign or digit), by what follows the whitespace: read only at an
         # element's start.
         led: list[tuple[bytes, int]] = []
+        # Tokens that open an object or an array, after whitespace or not: at an element's
+        # start where objects or arrays are used, each is run through the tracker.
+        opening = [np.arange(int(trie.start[node]), int(trie.end[node]))
+                   for node in (self._child(None, b) for b in b"{[") if node is not None]
         for first in b" \t\n\r":
             node = self._child(None, first)
             if node is None:
@@ -862,6 +967,9 @@ class _TokenIndex:
                 stripped = trie.string_bytes(s).lstrip(b" \t\n\r")
                 if stripped[:1] in _LED_STARTS:
                     led.append((stripped, s))
+                elif stripped[:1] in (b"{", b"["):
+                    opening.append(np.array([s]))
+        self.container_led = self._ids(np.concatenate([_NO_IDS, *opening]))
         led.sort()
         self._led_keys = [k for k, _ in led]
         self._led_strings = np.array([s for _, s in led], dtype=np.int64)
@@ -1034,6 +1142,12 @@ class UniqueGuards:
         self._elements: dict[tuple[int, int], Automaton] = {}
         self._region_keys: dict[int, Automaton] = {}
         self._guards: dict[tuple[int, int, frozenset[object]], Automaton] = {}
+        # Of the objects and arrays used, by set: their spellings' automaton; the masks of
+        # it and of element languages; whether a completion is fresh (see _fresh_after).
+        self._container_spellings: dict[frozenset[_Used], Automaton] = {}
+        self._token_masks: dict[Automaton, TokenMasks] = {}
+        self._fresh: dict[tuple[Automaton, int, Automaton, int], bool] = {}
+        self._vocab = compiled.vocab
         self._endings: dict[tuple[int, int], int] = {}  # see live
         self._listings: dict[tuple[int, int], tuple[list[bytes], list[_Used]] | None] = {}
         self._candidates: dict[tuple[bytes, int, bool], tuple[np.ndarray, np.ndarray]] = {}
@@ -1045,17 +1159,16 @@ class UniqueGuards:
         <constrain.compiler.CompiledConstraint.memory_estimate>`)."""
         rows = sum(m.nbytes for m in self._masks.values())
         rows += sum(d.nbytes + c.nbytes for d, c in self._candidates.values())
+        rows += sum(m.memory_estimate() for m in self._token_masks.values())
         states = sum(a.num_states for a in (*self._elements.values(), *self._guards.values(),
-                                            *self._region_keys.values()))
+                                            *self._region_keys.values(),
+                                            *self._container_spellings.values()))
         return rows, states
 
     # -- languages -----------------------------------------------------------------------
 
     def _automaton(self, expr: Expr) -> Automaton:
-        library = self.plan.syntax.library
-        rules = dict(library.rules) if library is not None else {}
-        rules["element"] = expr
-        return Automaton(Grammar(rules, "element", library=library), self._options)
+        return Automaton(_element_grammar(expr, self.plan.syntax.library), self._options)
 
     def region_of(self, node: PathNode, key: bytes) -> PathNode | None:
         """The place of the value of an unlisted key of ``node`` spelt ``key`` (between its
@@ -1085,7 +1198,7 @@ class UniqueGuards:
         if key not in self._listings:
             values = guard.listed(index)
             found = None
-            if values is not None:
+            if values is not None and not any(isinstance(v, (dict, list)) for v in values):
                 pairs = sorted((_spelled(v), _used(v)) for v in values)
                 found = ([text for text, _ in pairs], [used for _, used in pairs])
             self._listings[key] = found
@@ -1104,9 +1217,86 @@ class UniqueGuards:
             self._guards[key] = found
         return found
 
+    # -- objects and arrays ---------------------------------------------------------------
+    # Their languages may be recursive (any JSON value inside), which no automaton
+    # intersects; but the used ones are a few values whose spellings form a small regular
+    # language S, so whether an element begun so may still end anew is a search of the
+    # element's automaton E beside S's: for a byte E reads and S cannot, or an end of E
+    # that is not one of S.
+
+    def _spelled_containers(self, used: frozenset[_Used]) -> Automaton | None:
+        """The automaton of the spellings of the objects and arrays among ``used``."""
+        containers = frozenset(u for u in used if isinstance(u[1], _Container))
+        if not containers:
+            return None
+        found = self._container_spellings.get(containers)
+        if found is None:
+            syntax = self.plan.syntax
+            found = self._automaton(alt(*(_spellings_of(syntax, u)
+                                          for u in sorted(containers, key=repr))))
+            if len(self._container_spellings) >= self._KEPT_BIG:
+                self._container_spellings.clear()
+                self._token_masks.clear()
+            self._container_spellings[containers] = found
+        return found
+
+    def _tokens_of(self, automaton: Automaton, state: int) -> np.ndarray:
+        """The tokens after which ``automaton`` is live from ``state`` (a packed mask)."""
+        masks = self._token_masks.get(automaton)
+        if masks is None:
+            if len(self._token_masks) >= self._KEPT_BIG:
+                self._token_masks.clear()
+            masks = self._token_masks[automaton] = TokenMasks(automaton, self._vocab)
+        return masks.mask(state)
+
+    def _fresh_after(self, element: Automaton, e: int, spelled: Automaton, s: int) -> bool:
+        """Whether some completion of the element from ``e`` is not a used value's spelling
+        from ``s`` (a search of the pairs of states both may reach)."""
+        key = (element, e, spelled, s)
+        found = self._fresh.get(key)
+        if found is not None:
+            return found
+        found = False
+        seen = {(e, s)}
+        todo = [(e, s)]
+        while todo:
+            e, s = todo.pop()
+            if s == Automaton.DEAD or (element.is_accepting(e) and not spelled.is_accepting(s)):
+                found = True
+                break
+            if len(seen) > _MAX_PAIRS:
+                raise ResourceLimitError(
+                    "unique_items_search", _MAX_PAIRS,
+                    "states of an element searched beside its used values' spellings for "
+                    "a new value")
+            e_row, s_row = element.row(e), spelled.row(s)
+            for pair in zip(e_row.tolist(), s_row.tolist()):
+                if pair[0] != Automaton.DEAD and pair not in seen:
+                    seen.add(pair)
+                    todo.append(pair)
+        if len(self._fresh) >= self._KEPT:
+            self._fresh.clear()
+        self._fresh[key] = found
+        return found
+
+    def _container_live(self, region: _Region) -> bool:
+        """:meth:`live` inside an object or array element."""
+        guard, index, used, _, _, whole = region
+        assert whole is not None
+        spelled = self._spelled_containers(used)
+        s = Automaton.DEAD if spelled is None else spelled.step_bytes(spelled.start, whole)
+        if s == Automaton.DEAD:
+            return True  # no used value starts so: every ending is new
+        assert spelled is not None
+        element = self._element(guard, index)
+        e = element.step_bytes(element.start, whole)
+        return e != Automaton.DEAD and self._fresh_after(element, e, spelled, s)
+
     def live(self, track: _Track) -> bool:
         """Whether the element being read (if any) can still end as a new value."""
         mode, _, text, _, _, region = track
+        if region is not None and region[5] is not None:  # an object or an array
+            return self._container_live(region)
         if region is None or text is None or mode not in (_STRING, _SCALAR) or not region[2]:
             return True
         used = region[2]
@@ -1135,7 +1325,8 @@ class UniqueGuards:
             sharing = len(used)
         else:
             prefix = _canonical_prefix(head)
-            sharing = sum(_spelled(u[1]).startswith(prefix) for u in used)
+            sharing = sum(_spelled(u[1]).startswith(prefix) for u in used
+                          if not isinstance(u[1], _Container))
             if not sharing:
                 return True  # no used value starts so: every ending is new
         element = self._element(guard, index)
@@ -1164,6 +1355,13 @@ class UniqueGuards:
         key = (base_state, track)
         found = self._masks.get(key)
         if found is not None:
+            return found
+        region = track[5]
+        if region is not None and region[5] is not None:
+            found = self._container_mask(base, track)
+            if len(self._masks) >= self._KEPT_BIG:
+                self._masks.clear()
+            self._masks[key] = found
             return found
         doomed, checked = self._step_candidates(track)
         out = base
@@ -1194,6 +1392,38 @@ class UniqueGuards:
 
     def _keeps(self, track: _Track | None) -> bool:
         return track is not None and self.live(track)
+
+    def _container_mask(self, base: np.ndarray, track: _Track) -> np.ndarray:
+        """:meth:`mask` inside an object or array element. Where it may still end as a
+        used value, the tokens that may go on spelling one (those of the used values'
+        spellings) and those that leave the element (the base's that its own language
+        does not take: ``}]``, ``}, {"``) are each run through the tracker, as are the
+        tokens that cross into the next element anyway."""
+        guard, index, used, _, _, whole = cast(_Region, track[5])
+        assert whole is not None
+        out = base
+        checked = self._index.crossing
+        spelled = self._spelled_containers(used)
+        s = Automaton.DEAD if spelled is None else spelled.step_bytes(spelled.start, whole)
+        if s != Automaton.DEAD:
+            assert spelled is not None
+            element = self._element(guard, index)
+            inside = self._tokens_of(element, element.step_bytes(element.start, whole))
+            doubtful = base & ~inside | base & inside & self._tokens_of(spelled, s)
+            bits = np.unpackbits(doubtful.view(np.uint8), bitorder="little")
+            checked = np.union1d(checked, np.flatnonzero(bits))
+        checked = checked[_bits(base, checked)]
+        if len(checked):
+            out = out.copy() if out is base else out
+            words = out.view(np.uint32)
+            table = self._token_bytes
+            for token in checked.tolist():
+                bit = np.uint32(1 << (token & 31))
+                if self._keeps(self.feed(track, table[token])):
+                    words[token >> 5] |= bit
+                else:
+                    words[token >> 5] &= ~bit
+        return out
 
     def _number_candidates(self, track: _Track) -> np.ndarray:
         """Tokens that may read a number from ``track`` where the array holds numbers."""
@@ -1236,9 +1466,13 @@ class UniqueGuards:
             start, led_too = _canonical_prefix(head), False
             read = json.loads(head + b'"') if partial else ""
         doomed, checked = [_NO_IDS], [crossing]
+        if mode == _VALUE and any(isinstance(u[1], _Container) for u in used):
+            checked.append(index.container_led)
         for u in used:
+            if _is_number(u) or isinstance(u[1], _Container):
+                continue
             spelled = _spelled(u[1])
-            if _is_number(u) or not spelled.startswith(start):
+            if not spelled.startswith(start):
                 continue
             if not partial:
                 d, c = self._value_candidates(spelled, len(start), led_too)
@@ -1285,6 +1519,10 @@ class UniqueGuards:
         """The tracker after ``data`` (bytes the base automaton accepts), or ``None`` where
         they complete an element equal to an earlier one."""
         mode, escaped, text, pending, stack, region = track
+        # An object or array element's text is ``held`` (before this call) and then
+        # data[begun:]: compared with the used values where its closing bracket is read.
+        held = None if region is None else region[5]
+        begun = 0
         i, n = 0, len(data)
         while i < n:
             b = data[i]
@@ -1303,11 +1541,11 @@ class UniqueGuards:
                                        else cast("PathNode | None", found))
                         mode, text = _COLON, None
                     else:
-                        if region is not None and text is not None:
+                        if region is not None and text is not None:  # an element
                             value = _used(json.loads(text + b'"'))
                             if value in region[2]:
                                 return None
-                            region = (*region[:3], value)
+                            region = (*region[:3], value, *region[4:])
                         mode, text = _AFTER, None
                     i += 1
                     continue
@@ -1333,27 +1571,32 @@ class UniqueGuards:
                     return None
                 continue  # this byte ends the literal: read it again
             if mode == _VALUE:
+                element = region is not None and len(stack) == region[4]
                 if b == 0x7B:  # {
                     stack = (*stack, (False, pending, 0))
                     mode, pending = _KEY_NEXT, None
+                    if element:
+                        held, begun = b"", i
                 elif b == 0x5B:  # [
                     if pending is not None and pending.array is not None:
                         pending = pending.array
                     stack = (*stack, (True, pending, 0))
                     if pending is not None and pending.guard is not None:
-                        region = (pending.guard, 0, frozenset(), _NO_VALUE)
+                        region = (pending.guard, 0, frozenset(), _NO_VALUE, len(stack), None)
                         pending = None
                     else:
                         pending = pending.element(0) if pending is not None else None
+                        if element:
+                            held, begun = b"", i
                 elif b == 0x22:
                     mode = _STRING
-                    text = b'"' if region is not None else None
+                    text = b'"' if element else None
                 elif b == 0x5D:  # an empty array
                     mode = _AFTER
                     continue
                 else:
                     mode = _SCALAR
-                    text = b"" if region is not None else None
+                    text = b"" if element else None
                     continue  # read again as the scalar's first byte
                 i += 1
                 continue
@@ -1378,11 +1621,11 @@ class UniqueGuards:
             if b == 0x2C:
                 if is_array:
                     stack = (*stack[:-1], (True, node, index + 1))
-                    if region is not None:
-                        guard, _, used, last = region
+                    if region is not None and len(stack) == region[4]:
+                        guard, _, used, last, depth, _ = region
                         region = (guard, index + 1,
                                   used if last is _NO_VALUE else used | {cast(_Used, last)},
-                                  _NO_VALUE)
+                                  _NO_VALUE, depth, None)
                     else:
                         pending = node.element(index + 1) if node is not None else None
                     mode = _VALUE
@@ -1390,9 +1633,22 @@ class UniqueGuards:
                     mode = _KEY_NEXT
             else:
                 stack = stack[:-1]
-                region, pending = None, None
-                mode = _AFTER if stack else _END
+                pending = None
+                if region is not None and len(stack) >= region[4]:  # inside an element
+                    mode = _AFTER
+                    if held is not None and len(stack) == region[4]:
+                        value = _used(json.loads(held + data[begun:i + 1]))
+                        if value in region[2]:
+                            return None
+                        region = (*region[:3], value, region[4], None)
+                        held = None
+                else:
+                    region = None
+                    mode = _AFTER if stack else _END
             i += 1
+        if held is not None:
+            assert region is not None
+            region = (*region[:5], held + data[begun:])
         return (mode, escaped, text, pending, stack, region)
 
     @staticmethod
@@ -1404,7 +1660,7 @@ class UniqueGuards:
             value = _used(json.loads(text))
             if value in region[2]:
                 return None, region, None
-            region = (*region[:3], value)
+            region = (*region[:3], value, *region[4:])
         return _AFTER, region, None
 
 

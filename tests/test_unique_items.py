@@ -1,4 +1,4 @@
-"""uniqueItems over arrays of strings, enforced while decoding (constrain.unique_items).
+"""uniqueItems beyond finite domains, enforced while decoding (constrain.unique_items).
 
 The reference is ``jsonschema``: every document a random walk completes must validate, no
 step a walk reaches may have an empty mask (a mask that allows a token leading nowhere
@@ -30,7 +30,10 @@ _EXTRA = [b'","', b'", "', b'", "a', b'", "a"', b'","a","', b'"]', b'"],', b'["'
           b'\\', b'\\u00', b'\\u00e', b'e9"', b'E9"', b'\xa9"', b'\xc3\xa9', b'\\ud83d',
           b'\\ude00"', b'\\"', b'\xf0\x9f', b'\x98\x80',
           # Numbers: digits that end an element, cross into the next, or spell 1 again.
-          b'1, ', b', 1', b'1,', b'0]', b'.0', b'-0', b'12', b' 1', b'1.0', b'e+16']
+          b'1, ', b', 1', b'1,', b'0]', b'.0', b'-0', b'12', b' 1', b'1.0', b'e+16',
+          # Objects and arrays: tokens that end an element, cross into the next, or open one.
+          b'}, {"', b'"}', b'}]', b'{}', b'[]', b'"},', b'}, {', b' {"', b'], [', b'"a": ',
+          b'1}', b'2}', b'}}', b']]', b', "b": "']
 _EOS = 256 + len(_EXTRA)
 
 
@@ -68,7 +71,7 @@ _PREFERRED = [ord(c) for c in 'ab"],'] + list(range(256, _EOS))
 
 
 def _walk(compiled: Any, rng: random.Random, max_steps: int = 80,
-          lookahead: bool = False) -> str | None:
+          lookahead: bool = False, preferred_tokens: list[int] = _PREFERRED) -> str | None:
     """A random document (``None`` if unfinished); with ``lookahead``, each allowed token
     of each step is taken on a copy, which must leave a non-empty mask (exact masks)."""
     m = compiled.matcher()
@@ -82,7 +85,7 @@ def _walk(compiled: Any, rng: random.Random, max_steps: int = 80,
             assert token == _EOS or twin.allowed_token_ids().size, (bytes(out), token)
         if _EOS in allowed and (rng.random() < 0.3 or len(out) > 40):
             return out.decode()
-        preferred = [t for t in allowed if t in _PREFERRED]
+        preferred = [t for t in allowed if t in preferred_tokens]
         token = rng.choice(preferred if preferred and rng.random() < 0.9 else allowed)
         assert m.advance(token), (bytes(out), token)
         if token == _EOS:
@@ -194,6 +197,23 @@ SCHEMAS = {
                                          "tags": {"type": "array", "uniqueItems": True,
                                                   "items": {"type": "string"}}},
                           "oneOf": [{"required": ["k"]}, {"required": ["tags"]}]},
+    # Objects and arrays as elements: equal with members in any order, 1 and 1.0 equal.
+    "objects": {"type": "array", "uniqueItems": True, "items": {
+        "type": "object", "required": ["a"], "additionalProperties": False,
+        "properties": {"a": {"enum": [1, 2]}, "b": {"type": "string"}}}},
+    "any-objects": {"type": "array", "uniqueItems": True, "maxItems": 4,
+                    "items": {"type": "object"}},
+    "arrays": {"type": "array", "uniqueItems": True,
+               "items": {"type": "array", "maxItems": 3, "items": {"type": "integer"}}},
+    "nested-objects": {"type": "array", "uniqueItems": True, "items": {
+        "type": "object", "additionalProperties": False,
+        "properties": {"p": {"type": "object", "additionalProperties": False,
+                             "properties": {"x": {"enum": [1, 2]}}},
+                       "n": {"type": "string"}}}},
+    "string-or-object": {"type": "array", "uniqueItems": True, "items": {"anyOf": [
+        {"type": "string", "maxLength": 3},
+        {"type": "object", "additionalProperties": False, "required": ["a"],
+         "properties": {"a": {"type": "integer", "minimum": 0}}}]}},
     "tree": {"type": "object", "additionalProperties": False,
              "properties": {"tags": {"type": "array", "items": {"type": "string"},
                                      "uniqueItems": True},
@@ -215,6 +235,68 @@ def test_walks_end_valid_and_never_stall(name: str, vocab: Vocabulary) -> None:
         finished += 1
         jsonschema.validate(json.loads(text), schema)
     assert finished >= 10
+
+
+# Objects and arrays: few short values, so that elements are often repeated attempts, and
+# no closing bracket of the array (the walk ends at its step budget or at EOS otherwise).
+_CONTAINER_PARTS = [b'{"', b'"a": ', b'1}', b'2}', b'}, {"', b'{}', b'[]', b'], [', b'1',
+                    b'2', b'a', b'"}', b'"},', b'}}', b'", "', b', "b": "', b':', b'[',
+                    b'{', b'"', b',', b'}', b'p', b'x', b'n', b'}]', b']]', b'"]']
+
+
+@pytest.mark.parametrize("name", ["objects", "any-objects", "arrays", "nested-objects",
+                                  "string-or-object"])
+def test_walks_through_repeated_objects_and_arrays(name: str, vocab: Vocabulary) -> None:
+    """Walks that keep writing the same few short objects or arrays: every step's mask
+    leads somewhere (lookahead), every document validates, and most hold several elements,
+    so that the guard has refused repeats on the way."""
+    schema = SCHEMAS[name]
+    compiled = compile_json_schema(schema, vocab)
+    by_bytes = {b: t for t, b in enumerate(vocab.token_bytes) if b is not None}
+    preferred = [by_bytes[b] for b in _CONTAINER_PARTS]
+    rng = random.Random(name)
+    several = 0
+    for i in range(60):
+        text = _walk(compiled, rng, max_steps=80, lookahead=i < 8, preferred_tokens=preferred)
+        if text is None:
+            continue
+        value = json.loads(text)
+        jsonschema.validate(value, schema)
+        several += len(value) >= 3
+    assert several >= 5
+
+
+def _allowed_after(compiled: Any, vocab: Vocabulary, prefix: str, *texts: bytes
+                   ) -> list[bool]:
+    m = compiled.matcher()
+    for t in _tokens(vocab, prefix):
+        assert m.advance(t), prefix
+    by_bytes = {b: t for t, b in enumerate(vocab.token_bytes) if b is not None}
+    return [m.is_allowed(by_bytes[text]) for text in texts]
+
+
+def test_objects_that_can_only_repeat_are_cut_where_they_would_begin(
+        vocab: Vocabulary) -> None:
+    """Not only the closing brace of a repeated object is refused, but every token after
+    which each completion repeats one (members in any order, whitespace and escapes
+    included)."""
+    compiled = compile_json_schema(SCHEMAS["objects"], vocab)
+    used = '[{"a": 1, "b": "x"}, {"a": 2}, '
+    assert _allowed_after(compiled, vocab, used + '{"a": 1', b"}", b",", b"}]") == [
+        True, True, True]
+    assert _allowed_after(compiled, vocab, used + '{"a": 2', b"}", b"2}", b",") == [
+        False, False, True]
+    # "b" then "a": 1 repeats the first; "a": 2 is new only with a "b".
+    assert _allowed_after(compiled, vocab, used + '{"b": "x", "a": ', b"1", b"2", b"2}") == [
+        False, True, True]
+    both = '[{"a": 1, "b": "x"}, {"a": 2, "b": "x"}, {"b": "x'
+    assert _allowed_after(compiled, vocab, both, b'"', b'"}', b"y", b'", "') == [
+        False, False, True, False]
+    assert _allowed_after(compiled, vocab, both.replace('"x', '"\u0078'), b'"') == [False]
+    # Arrays: [1, 2] used, [1, 2 may only go on with a digit (12) or a third integer.
+    compiled = compile_json_schema(SCHEMAS["arrays"], vocab)
+    assert _allowed_after(compiled, vocab, "[[1, 2], [1, 2", b"]", b"]]", b",", b"2") == [
+        False, False, True, True]
 
 
 @pytest.mark.parametrize(("name", "valid", "invalid"), [
@@ -270,6 +352,19 @@ def test_walks_end_valid_and_never_stall(name: str, vocab: Vocabulary) -> None:
      ['{"a": "qq", "tags": ["a", "a"]}', '{"a": "qq"}', '{"a": "q", "tags": ["a"]}']),
     ("oneOf-of-required", ['{"k": "s"}', '{"tags": ["a", "b"]}'],
      ['{"tags": ["a", "a"]}', '{"k": "s", "tags": ["a"]}', '{}']),
+    ("objects", ['[{"a": 1}, {"a": 2}, {"a": 1, "b": "x"}, {"b": "", "a": 1}]', '[]'],
+     ['[{"a": 1}, {"a": 1}]', '[{"a": 1, "b": "x"}, {"b": "x", "a": 1}]',
+      '[{"a": 1}, {"a": 1.0}]', '[{"a": 2}, {"a": 1}, {"a": 2.00}]',
+      '[{"a": 1, "b": "\u0061"}, {"b": "a", "a": 1}]']),
+    ("any-objects", ['[{}, {"a": 1}, {"a": [1, 2]}, {"a": [2, 1]}]', '[{"a": {"b": null}}, {"a": {}}]'],
+     ['[{}, {}]', '[{"a": [1, 2]}, {"a": [1, 2.0]}]', '[{"a": 1, "b": 2}, {"b": 2, "a": 1}]',
+      '[{"a": {"b": true, "c": 1}}, {"a": {"c": 1, "b": true}}]', '[{"a": 1}, {"\u0061": 1}]']),
+    ("arrays", ['[[], [1], [1, 2], [2, 1], [0]]'],
+     ['[[], []]', '[[1, 2], [1, 2]]', '[[1], [1.0]]', '[[0], [-0]]', '[[1], [2], [1]]']),
+    ("nested-objects", ['[{"p": {"x": 1}}, {"p": {"x": 2}}, {"p": {}}, {}]'],
+     ['[{"p": {"x": 1}}, {"p": {"x": 1}}]', '[{}, {}]', '[{"p": {}, "n": "a"}, {"n": "a", "p": {}}]']),
+    ("string-or-object", ['["a", {"a": 1}, "b", {"a": 2}]', '["{}", {"a": 0}]'],
+     ['["a", "a"]', '[{"a": 1}, "x", {"a": 1}]', '[{"a": 3}, {"a": 3.0}]']),
     ("tree", ['{"tags": ["a"], "kids": [{"tags": ["a", "b"]}]}'],
      ['{"kids": [{"kids": [{"tags": ["x", "x"]}]}]}']),
 ])
@@ -422,7 +517,13 @@ def test_torch_bitmask(vocab: Vocabulary) -> None:
      "complemented language"),
     ({"type": "array", "uniqueItems": True, "contains": {"const": "a"},
       "items": {"type": "string"}}, "not fixed"),
-    ({"type": "array", "uniqueItems": True, "items": {"type": "object"}}, "not all strings"),
+    # Three objects in all, and integers inside arrays by their loop only: not known to
+    # have enough values (a loop through a comma may be an object's repeated key).
+    ({"type": "array", "uniqueItems": True, "items": {
+        "type": "object", "properties": {"a": {"type": "boolean"}}, "additionalProperties": False}},
+     "too few values"),
+    ({"type": "array", "uniqueItems": True, "items": {"type": "array", "items": {"enum": [1, 2]}}},
+     "too few values"),
     ({"type": "array", "uniqueItems": True, "items": {"type": "number"}}, "not integers"),
     ({"type": "array", "uniqueItems": True, "items": {"anyOf": [{"type": "integer"},
                                                               {"type": "number", "maximum": 1}]}},
