@@ -105,6 +105,10 @@ _CONTAINER_TYPES = frozenset({"object", "array"})
 """Element types whose values a ``uniqueItems`` guard counts by :func:`has_unbounded_values
 <constrain.unique_items.has_unbounded_values>` (their texts are not their values)."""
 _COMPLEMENTED = "it is in a complemented language (under not, if or oneOf)"
+_UNIQUE_REFUSAL = ("exact only when every element comes from a small finite set of values "
+                   "(enum, const, boolean, null), or for strings, integers, objects and "
+                   "arrays guarded while decoding, which this array cannot be: ")
+_TOO_FEW_VALUES = "its elements have too few values to always leave a new one"
 
 MAX_NESTING = 400
 """Sub-schemas being compiled inside each other at once (a budget against pathological
@@ -193,6 +197,10 @@ class Compiler:
         self._unique_plan: UniqueItemsPlan | None = None  # the trace's guards, once made
         # Guarded places whose arrays a complemented language holds too (see _guard_unique).
         self._complemented: list[tuple[PathNode, str]] = []
+        # Guards over objects or arrays, checked once every rule is made (see grammar()):
+        # the place, the keyword's pointer, and the element languages to hold infinitely
+        # many values.
+        self._container_guards: list[tuple[PathNode, str, list[Expr]]] = []
 
     def grammar(self) -> Grammar:
         """The grammar of the whole document (start rule ``root``)."""
@@ -204,6 +212,7 @@ class Compiler:
         # characters keys are spelt with.
         rules = {**self.syn.universe_rules(), **self.rules}
         metadata: dict[str, object] = {"dialect": self.dialect.name}
+        self._check_container_guards(rules)
         for path, pointer in self._complemented:
             if path.guard is None:
                 self.refuse("uniqueItems", pointer, _COMPLEMENTED + ", where no guard "
@@ -222,6 +231,23 @@ class Compiler:
             # the grammar's end breaks (the grammar itself is outside it).
             weakref.finalize(grammar, self.regular.release)
         return grammar
+
+    def _check_container_guards(self, rules: dict[str, Expr]) -> None:
+        """Refuse the guards over objects or arrays whose elements hold guarded arrays, or
+        whose languages are not known to hold infinitely many values (both need every
+        rule: an element's language refers to the schema's)."""
+        from .unique_items import guards_inside, has_unbounded_values
+
+        for path, pointer, languages in self._container_guards:
+            if guards_inside(path):
+                why = "its elements hold arrays with uniqueItems of their own"
+            elif not all(has_unbounded_values(e, self.syn.library, rules=rules)
+                         for e in languages):
+                why = _TOO_FEW_VALUES
+            else:
+                continue
+            path.guard = None
+            self.refuse("uniqueItems", pointer + "/uniqueItems", _UNIQUE_REFUSAL + why)
 
     def close(self) -> None:
         """Let go of everything this compilation held. Its memos hold facts that ask the
@@ -588,11 +614,7 @@ class Compiler:
             why = self._guard_unique(flat, node, positions, negative, max_items)
             if why is None:
                 return []
-            self.refuse("uniqueItems", pointer, "exact only when every element comes from a "
-                        "small finite set of values (enum, const, boolean, null), or for "
-                        "strings, integers, objects and arrays guarded while decoding, "
-                        f"which this array cannot be: {why}",
-                        negative)
+            self.refuse("uniqueItems", pointer, _UNIQUE_REFUSAL + why, negative)
             return None
         values: dict[Any, Any] = {}
         for v in elements.values:
@@ -616,13 +638,7 @@ class Compiler:
         done, else why not."""
         from .json_numbers import integer_expr
         from .json_scalars import integral_values
-        from .unique_items import (
-            MIN_VALUES,
-            PathTrace,
-            UniqueGuard,
-            has_enough_values,
-            has_unbounded_values,
-        )
+        from .unique_items import MIN_VALUES, PathTrace, UniqueGuard, has_enough_values
 
         if self._trace is None:
             self._trace = PathTrace(self)
@@ -655,6 +671,9 @@ class Compiler:
         # Element i starts with i values used: a tuple's position i needs i + 1 values,
         # later elements as many as the array may hold (2**24: more than a run's tokens).
         later = MIN_VALUES if max_items is None else min(MIN_VALUES, max_items)
+        scalars = [alt(*(e for t, e in p.parts.items() if t not in _CONTAINER_TYPES))
+                   for p in positions]
+        unbounded: list[Expr] = []  # checked once every rule is made
         for i, (typed, expr) in enumerate(zip(positions, elements)):
             needed = i + 1 if i < len(elements) - 1 else later
             if expr is NOTHING:
@@ -662,20 +681,26 @@ class Compiler:
             if typed.values is not None:
                 enough = len({canonical(v) for v in typed.values}) >= needed
             else:
-                # Objects and arrays: infinitely many values or not known (their texts
-                # are not their values); the rest by their spellings, integers by their
-                # integer spellings alone (3, not 3.0), of which 0 has two (-0).
-                containers = [e for t, e in typed.parts.items() if t in _CONTAINER_TYPES]
-                enough = bool(containers) and has_unbounded_values(alt(*containers), library)
-                scalars = [intersect(e, integer_expr()) if t == "number" else e
+                # Strings and integers by their spellings, integers by their integer
+                # spellings alone (3, not 3.0), of which 0 has two (-0); else objects and
+                # arrays, which must hold infinitely many values (their texts are not
+                # their values).
+                counted = [intersect(e, integer_expr()) if t == "number" else e
                            for t, e in typed.parts.items() if t not in _CONTAINER_TYPES]
-                if not enough and scalars:
-                    enough = has_enough_values(alt(*scalars), library, needed + integers)
+                containers = [e for t, e in typed.parts.items() if t in _CONTAINER_TYPES]
+                enough = bool(counted) and has_enough_values(alt(*counted), library,
+                                                             needed + integers)
+                if not enough and containers:
+                    unbounded.append(alt(*containers))
+                    enough = True
             if not enough:
-                return "its elements have too few values to always leave a new one"
+                return _TOO_FEW_VALUES
         listed = tuple(None if p.values is None else tuple(p.values)
                        for p in positions)
-        path.guard = UniqueGuard(tuple(elements[:-1]), elements[-1], node.pointer, listed)
+        path.guard = UniqueGuard(tuple(elements[:-1]), elements[-1], node.pointer, listed,
+                                 tuple(scalars))
+        if any(_CONTAINER_TYPES.intersection(p.types) for p in positions):
+            self._container_guards.append((path, node.pointer, unbounded))
         return None
 
     def _object(self, flat: list[Node], negative: bool) -> tuple[Expr | None, ObjectKeys | None]:

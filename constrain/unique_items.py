@@ -73,7 +73,8 @@ import re
 import sys
 import weakref
 from bisect import bisect_left
-from collections.abc import Iterator
+from collections import deque
+from collections.abc import Iterator, Mapping
 from dataclasses import dataclass, field
 from fractions import Fraction
 from functools import lru_cache
@@ -108,7 +109,9 @@ __all__ = [
     "UniqueGuards",
     "UniqueItemsMatcher",
     "UniqueItemsPlan",
+    "guards_inside",
     "has_enough_values",
+    "has_unbounded_values",
 ]
 
 MIN_VALUES = 2**24
@@ -160,8 +163,8 @@ keys fall into regions."""
 
 @dataclass(eq=False)
 class UniqueGuard:
-    """The element languages of one guarded array (JSON strings, integers, booleans,
-    null)."""
+    """The element languages of one guarded array, by position (the last for every later
+    element), whole and without their objects and arrays."""
 
     positions: tuple[Expr, ...]
     rest: Expr
@@ -169,9 +172,15 @@ class UniqueGuard:
     # The values each element language holds, where they are listed (an enum): by
     # position, the last for every later element, ``None`` where not listed.
     values: tuple[tuple[object, ...] | None, ...] = ()
+    # The strings, numbers, booleans and null of each (regular: no rule references).
+    scalars: tuple[Expr, ...] = ()
 
     def element(self, index: int) -> Expr:
         return self.positions[index] if index < len(self.positions) else self.rest
+
+    def scalar_element(self, index: int) -> Expr:
+        """Element ``index``'s language less its objects and arrays."""
+        return self.scalars[min(index, len(self.scalars) - 1)]
 
     def listed(self, index: int) -> tuple[object, ...] | None:
         """The values element ``index`` may take, where its language lists them."""
@@ -572,6 +581,15 @@ def _unlink(node: PathNode) -> None:
     node.positions, node.rest, node.guard = [], None, None
 
 
+def guards_inside(node: PathNode) -> bool:
+    """Whether a place inside the elements of the array at ``node`` is guarded itself (the
+    tracker does not follow places inside a guarded array's elements)."""
+    for element in (*node.positions, node.rest):
+        if element is not None and any(n.guard is not None for n in _reachable(element)):
+            return True
+    return False
+
+
 def _reachable(root: PathNode) -> Iterator[PathNode]:
     seen = {id(root)}
     todo = [root]
@@ -624,9 +642,11 @@ def _sub_nodes(n: Node) -> Iterator[Node]:
 # -- element languages ------------------------------------------------------------------
 
 
-def _element_grammar(expr: Expr, library: Any) -> Grammar:
-    """A grammar of ``expr`` alone, with the rules of the schema's ``library``."""
-    rules = dict(library.rules) if library is not None else {}
+def _element_grammar(expr: Expr, library: Any,
+                     rules: Mapping[str, Expr] | None = None) -> Grammar:
+    """A grammar of ``expr`` alone, with the rules of the schema's ``library`` (or
+    ``rules``, a whole grammar's, where it may refer to them)."""
+    rules = dict(rules if rules is not None else library.rules if library is not None else {})
     rules["element"] = expr
     return Grammar(rules, "element", library=library)
 
@@ -677,7 +697,8 @@ def has_enough_values(expr: Expr, library: Any, needed: int = MIN_VALUES,
 
 
 def has_unbounded_values(expr: Expr, library: Any, options: AutomatonOptions | None = None,
-                         max_states: int = 4096) -> bool:
+                         max_states: int = 4096,
+                         rules: Mapping[str, Expr] | None = None) -> bool:
     """Whether the language ``expr`` (of JSON values, objects and arrays among them) holds
     infinitely many values. Its texts are not its values (members in any order, whitespace,
     ``1.0`` and ``1.00``), so they are not counted; instead, following only spellings
@@ -686,7 +707,7 @@ def has_unbounded_values(expr: Expr, library: Any, options: AutomatonOptions | N
     string, or on a digit inside an integer. The texts through that loop spell ever
     different strings or integers at one place of the value: ever different values.
     ``False`` where none is found within ``max_states`` states (not known, so not
-    guarded).
+    guarded). ``rules``: the whole grammar's, where ``expr`` refers to them.
 
     >>> from constrain.regex import parse_regex
     >>> has_unbounded_values(parse_regex(r'\\{"a":(true|false|1\\.0*)\\}'), None)
@@ -694,12 +715,12 @@ def has_unbounded_values(expr: Expr, library: Any, options: AutomatonOptions | N
     >>> has_unbounded_values(parse_regex(r'\\{"a":"[a-z]*"\\}'), None)
     True
     """
-    automaton = Automaton(_element_grammar(expr, library), options)
+    automaton = Automaton(_element_grammar(expr, library, rules), options)
     start = (automaton.start, _BETWEEN)
     seen = {start}
-    todo = [start] if automaton.start != Automaton.DEAD else []
-    while todo:  # depth first: a string's characters are a few bytes in
-        state, lexeme = todo.pop()
+    todo = deque([start] if automaton.start != Automaton.DEAD else [])
+    while todo:  # breadth first: a recursive language's depth never ends
+        state, lexeme = todo.popleft()
         row = automaton.row(state)
         loops = _LOOPING.get(lexeme)
         if loops is not None and (row[loops] == state).any():
@@ -1139,7 +1160,8 @@ class UniqueGuards:
         self.start: _Track = (_VALUE, False, None, plan.root, (), None)
         self._index = _token_index(compiled.vocab)
         self._options = compiled.automaton.options
-        self._elements: dict[tuple[int, int], Automaton] = {}
+        self._elements: dict[tuple[int, int, bool], Automaton] = {}
+        self._rules = compiled.grammar.rules
         self._region_keys: dict[int, Automaton] = {}
         self._guards: dict[tuple[int, int, frozenset[object]], Automaton] = {}
         # Of the objects and arrays used, by set: their spellings' automaton; the masks of
@@ -1183,11 +1205,16 @@ class UniqueGuards:
                 return place
         return None
 
-    def _element(self, guard: UniqueGuard, index: int) -> Automaton:
-        key = (id(guard), min(index, len(guard.positions)))
+    def _element(self, guard: UniqueGuard, index: int, whole: bool = False) -> Automaton:
+        """Element ``index``'s language, ``whole`` or less its objects and arrays (whose
+        languages may refer to the schema's rules)."""
+        key = (id(guard), min(index, len(guard.positions)), whole)
         found = self._elements.get(key)
         if found is None:
-            found = self._elements[key] = self._automaton(guard.element(index))
+            found = self._elements[key] = (
+                Automaton(_element_grammar(guard.element(index), self.plan.syntax.library,
+                                           self._rules), self._options)
+                if whole else self._automaton(guard.scalar_element(index)))
         return found
 
     def _listed(self, guard: UniqueGuard, index: int
@@ -1211,7 +1238,8 @@ class UniqueGuards:
         if found is None:
             syntax = self.plan.syntax
             spelled = alt(*(_spellings_of(syntax, u) for u in sorted(used, key=repr)))
-            found = self._automaton(intersect(guard.element(index), complement(spelled)))
+            found = self._automaton(intersect(guard.scalar_element(index),
+                                              complement(spelled)))
             if len(self._guards) >= self._KEPT_BIG:
                 self._guards.clear()
             self._guards[key] = found
@@ -1288,7 +1316,7 @@ class UniqueGuards:
         if s == Automaton.DEAD:
             return True  # no used value starts so: every ending is new
         assert spelled is not None
-        element = self._element(guard, index)
+        element = self._element(guard, index, whole=True)
         e = element.step_bytes(element.start, whole)
         return e != Automaton.DEAD and self._fresh_after(element, e, spelled, s)
 
@@ -1407,7 +1435,7 @@ class UniqueGuards:
         s = Automaton.DEAD if spelled is None else spelled.step_bytes(spelled.start, whole)
         if s != Automaton.DEAD:
             assert spelled is not None
-            element = self._element(guard, index)
+            element = self._element(guard, index, whole=True)
             inside = self._tokens_of(element, element.step_bytes(element.start, whole))
             doubtful = base & ~inside | base & inside & self._tokens_of(spelled, s)
             bits = np.unpackbits(doubtful.view(np.uint8), bitorder="little")

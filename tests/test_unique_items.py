@@ -214,6 +214,12 @@ SCHEMAS = {
         {"type": "string", "maxLength": 3},
         {"type": "object", "additionalProperties": False, "required": ["a"],
          "properties": {"a": {"type": "integer", "minimum": 0}}}]}},
+    # Elements whose language refers to the schema's own rules (a recursive object).
+    "recursive-objects": {"type": "array", "uniqueItems": True, "items": {"$ref": "#/$defs/node"},
+                          "$defs": {"node": {"type": "object", "additionalProperties": False,
+                                             "properties": {"a": {"type": "integer"},
+                                                            "kids": {"type": "array",
+                                                                     "items": {"$ref": "#/$defs/node"}}}}}},
     "tree": {"type": "object", "additionalProperties": False,
              "properties": {"tags": {"type": "array", "items": {"type": "string"},
                                      "uniqueItems": True},
@@ -245,7 +251,7 @@ _CONTAINER_PARTS = [b'{"', b'"a": ', b'1}', b'2}', b'}, {"', b'{}', b'[]', b'], 
 
 
 @pytest.mark.parametrize("name", ["objects", "any-objects", "arrays", "nested-objects",
-                                  "string-or-object"])
+                                  "string-or-object", "recursive-objects"])
 def test_walks_through_repeated_objects_and_arrays(name: str, vocab: Vocabulary) -> None:
     """Walks that keep writing the same few short objects or arrays: every step's mask
     leads somewhere (lookahead), every document validates, and most hold several elements,
@@ -365,6 +371,8 @@ def test_objects_that_can_only_repeat_are_cut_where_they_would_begin(
      ['[{"p": {"x": 1}}, {"p": {"x": 1}}]', '[{}, {}]', '[{"p": {}, "n": "a"}, {"n": "a", "p": {}}]']),
     ("string-or-object", ['["a", {"a": 1}, "b", {"a": 2}]', '["{}", {"a": 0}]'],
      ['["a", "a"]', '[{"a": 1}, "x", {"a": 1}]', '[{"a": 3}, {"a": 3.0}]']),
+    ("recursive-objects", ['[{}, {"kids": []}, {"kids": [{}]}, {"kids": [{"a": 1}]}]'],
+     ['[{"kids": [{}]}, {"kids": [{}]}]', '[{"a": 1, "kids": []}, {"kids": [], "a": 1.0}]']),
     ("tree", ['{"tags": ["a"], "kids": [{"tags": ["a", "b"]}]}'],
      ['{"kids": [{"kids": [{"tags": ["x", "x"]}]}]}']),
 ])
@@ -523,6 +531,17 @@ def test_torch_bitmask(vocab: Vocabulary) -> None:
         "type": "object", "properties": {"a": {"type": "boolean"}}, "additionalProperties": False}},
      "too few values"),
     ({"type": "array", "uniqueItems": True, "items": {"type": "array", "items": {"enum": [1, 2]}}},
+     "too few values"),
+    # A guarded array inside a guarded array's elements: the tracker follows one at a time.
+    ({"type": "array", "uniqueItems": True, "items": {
+        "type": "object", "properties": {"tags": {"type": "array", "uniqueItems": True,
+                                                  "items": {"type": "string"}}}}},
+     "uniqueItems of their own"),
+    # Too few values found only once the recursive rule is made.
+    ({"type": "array", "uniqueItems": True, "items": {"$ref": "#/$defs/n"},
+      "$defs": {"n": {"type": "object", "additionalProperties": False,
+                      "properties": {"k": {"type": "array", "maxItems": 1,
+                                           "items": {"$ref": "#/$defs/n"}}}}}},
      "too few values"),
     ({"type": "array", "uniqueItems": True, "items": {"type": "number"}}, "not integers"),
     ({"type": "array", "uniqueItems": True, "items": {"anyOf": [{"type": "integer"},
