@@ -233,21 +233,17 @@ class Compiler:
         return grammar
 
     def _check_container_guards(self, rules: dict[str, Expr]) -> None:
-        """Refuse the guards over objects or arrays whose elements hold guarded arrays, or
-        whose languages are not known to hold infinitely many values (both need every
-        rule: an element's language refers to the schema's)."""
-        from .unique_items import guards_inside, has_unbounded_values
+        """Refuse the guards over objects or arrays whose languages are not known to hold
+        infinitely many values (which needs every rule: an element's language refers to
+        the schema's)."""
+        from .unique_items import has_unbounded_values
 
         for path, pointer, languages in self._container_guards:
-            if guards_inside(path):
-                why = "its elements hold arrays with uniqueItems of their own"
-            elif not all(has_unbounded_values(e, self.syn.library, rules=rules)
-                         for e in languages):
-                why = _TOO_FEW_VALUES
-            else:
-                continue
-            path.guard = None
-            self.refuse("uniqueItems", pointer + "/uniqueItems", _UNIQUE_REFUSAL + why)
+            if not all(has_unbounded_values(e, self.syn.library, rules=rules)
+                       for e in languages):
+                path.guard = None
+                self.refuse("uniqueItems", pointer + "/uniqueItems",
+                            _UNIQUE_REFUSAL + _TOO_FEW_VALUES)
 
     def close(self) -> None:
         """Let go of everything this compilation held. Its memos hold facts that ask the

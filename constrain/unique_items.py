@@ -109,7 +109,6 @@ __all__ = [
     "UniqueGuards",
     "UniqueItemsMatcher",
     "UniqueItemsPlan",
-    "guards_inside",
     "has_enough_values",
     "has_unbounded_values",
 ]
@@ -581,15 +580,6 @@ def _unlink(node: PathNode) -> None:
     node.positions, node.rest, node.guard = [], None, None
 
 
-def guards_inside(node: PathNode) -> bool:
-    """Whether a place inside the elements of the array at ``node`` is guarded itself (the
-    tracker does not follow places inside a guarded array's elements)."""
-    for element in (*node.positions, node.rest):
-        if element is not None and any(n.guard is not None for n in _reachable(element)):
-            return True
-    return False
-
-
 def _reachable(root: PathNode) -> Iterator[PathNode]:
     seen = {id(root)}
     todo = [root]
@@ -823,17 +813,21 @@ _VALUE, _STRING, _KEY, _SCALAR, _AFTER, _KEY_NEXT, _COLON, _END = range(8)
 _WS = frozenset(b" \t\n\r")
 _SCALAR_BYTES = frozenset(b"0123456789+-.eEtruefalsn")
 
-# A tracker state: (mode, escaped, text, pending, stack, region), immutable so that it is
+# A tracker state: (mode, escaped, text, pending, stack, regions), immutable so that it is
 # a memo key and a rollback point. ``text``: the key or element being read (an element's
 # from its first byte, a key's from after its quote; None where not needed); ``pending``:
 # the path node of the next value; ``stack``: (is_array, path node, index) per open
-# container; ``region``: inside a guarded array, (guard, index, used values, the last
-# element's value once read, the stack's depth inside the array, the text of the object
-# or array element being read from its opening bracket or None).
+# container; ``regions``: per guarded array open, innermost last (one inside another's
+# object or array element), (guard, index, used values, the last element's value once
+# read, the stack's depth inside the array, the text of the object or array element being
+# read from its opening bracket or None, and the automaton of the used objects' and
+# arrays' spellings with its state after that text, or None where none may be spelt).
 _Used = tuple[bool, object]
 """A used value: (whether it is a boolean, the value json.loads reads)."""
-_Region = tuple[UniqueGuard, int, frozenset[_Used], object, int, "bytes | None"]
-_Track = tuple[int, bool, "bytes | None", "PathNode | None", tuple[Any, ...], "_Region | None"]
+_Region = tuple[UniqueGuard, int, frozenset[_Used], object, int, "bytes | None",
+                "tuple[Automaton, int] | None"]
+_Track = tuple[int, bool, "bytes | None", "PathNode | None", tuple[Any, ...],
+               tuple[_Region, ...]]
 
 _WILD = ""
 """The bucket of tokens whose first character is not known alone (a partial escape or
@@ -1157,7 +1151,7 @@ class UniqueGuards:
         # Not the constraint itself, which holds these guards: a cycle, left to the
         # collector at every compile of a schema with a guard.
         self._token_bytes = compiled.vocab.token_bytes
-        self.start: _Track = (_VALUE, False, None, plan.root, (), None)
+        self.start: _Track = (_VALUE, False, None, plan.root, (), ())
         self._index = _token_index(compiled.vocab)
         self._options = compiled.automaton.options
         self._elements: dict[tuple[int, int, bool], Automaton] = {}
@@ -1309,23 +1303,26 @@ class UniqueGuards:
 
     def _container_live(self, region: _Region) -> bool:
         """:meth:`live` inside an object or array element."""
-        guard, index, used, _, _, whole = region
-        assert whole is not None
-        spelled = self._spelled_containers(used)
-        s = Automaton.DEAD if spelled is None else spelled.step_bytes(spelled.start, whole)
-        if s == Automaton.DEAD:
+        guard, index, _, _, _, whole, spelt = region
+        if spelt is None:
             return True  # no used value starts so: every ending is new
-        assert spelled is not None
+        assert whole is not None
+        spelled, s = spelt
         element = self._element(guard, index, whole=True)
         e = element.step_bytes(element.start, whole)
         return e != Automaton.DEAD and self._fresh_after(element, e, spelled, s)
 
     def live(self, track: _Track) -> bool:
-        """Whether the element being read (if any) can still end as a new value."""
-        mode, _, text, _, _, region = track
-        if region is not None and region[5] is not None:  # an object or an array
-            return self._container_live(region)
-        if region is None or text is None or mode not in (_STRING, _SCALAR) or not region[2]:
+        """Whether the elements being read (if any) can still end as new values."""
+        mode, _, text, _, _, regions = track
+        if not regions:
+            return True
+        # Guarded arrays inside another's element: that element can end anew, the
+        # innermost one's too.
+        if not all(self._container_live(r) for r in regions if r[5] is not None):
+            return False
+        region = regions[-1]
+        if region[5] is not None or text is None or mode not in (_STRING, _SCALAR) or not region[2]:
             return True
         used = region[2]
         guard, index = region[0], region[1]
@@ -1384,14 +1381,10 @@ class UniqueGuards:
         found = self._masks.get(key)
         if found is not None:
             return found
-        region = track[5]
-        if region is not None and region[5] is not None:
-            found = self._container_mask(base, track)
-            if len(self._masks) >= self._KEPT_BIG:
-                self._masks.clear()
-            self._masks[key] = found
-            return found
         doomed, checked = self._step_candidates(track)
+        for region in track[5]:
+            if region[5] is not None:
+                checked = np.union1d(checked, self._doubtful(base, region))
         out = base
         numbers = self._number_candidates(track)
         if self._ends_used(track):
@@ -1421,41 +1414,24 @@ class UniqueGuards:
     def _keeps(self, track: _Track | None) -> bool:
         return track is not None and self.live(track)
 
-    def _container_mask(self, base: np.ndarray, track: _Track) -> np.ndarray:
-        """:meth:`mask` inside an object or array element. Where it may still end as a
-        used value, the tokens that may go on spelling one (those of the used values'
-        spellings) and those that leave the element (the base's that its own language
-        does not take: ``}]``, ``}, {"``) are each run through the tracker, as are the
-        tokens that cross into the next element anyway."""
-        guard, index, used, _, _, whole = cast(_Region, track[5])
+    def _doubtful(self, base: np.ndarray, region: _Region) -> np.ndarray:
+        """Inside ``region``'s object or array element, where it may still end as a used
+        value: the tokens of ``base`` that may go on spelling one (the used values'
+        spellings take them) and those that leave the element (its own language does not
+        take them: ``}]``, ``}, {"``), to be run through the tracker."""
+        guard, index, _, _, _, whole, spelt = region
+        if spelt is None:
+            return _NO_IDS
         assert whole is not None
-        out = base
-        checked = self._index.crossing
-        spelled = self._spelled_containers(used)
-        s = Automaton.DEAD if spelled is None else spelled.step_bytes(spelled.start, whole)
-        if s != Automaton.DEAD:
-            assert spelled is not None
-            element = self._element(guard, index, whole=True)
-            inside = self._tokens_of(element, element.step_bytes(element.start, whole))
-            doubtful = base & ~inside | base & inside & self._tokens_of(spelled, s)
-            bits = np.unpackbits(doubtful.view(np.uint8), bitorder="little")
-            checked = np.union1d(checked, np.flatnonzero(bits))
-        checked = checked[_bits(base, checked)]
-        if len(checked):
-            out = out.copy() if out is base else out
-            words = out.view(np.uint32)
-            table = self._token_bytes
-            for token in checked.tolist():
-                bit = np.uint32(1 << (token & 31))
-                if self._keeps(self.feed(track, table[token])):
-                    words[token >> 5] |= bit
-                else:
-                    words[token >> 5] &= ~bit
-        return out
+        spelled, s = spelt
+        element = self._element(guard, index, whole=True)
+        inside = self._tokens_of(element, element.step_bytes(element.start, whole))
+        doubtful = base & ~inside | base & inside & self._tokens_of(spelled, s)
+        return np.flatnonzero(np.unpackbits(doubtful.view(np.uint8), bitorder="little"))
 
     def _number_candidates(self, track: _Track) -> np.ndarray:
         """Tokens that may read a number from ``track`` where the array holds numbers."""
-        mode, region = track[0], track[5]
+        mode, region = track[0], _innermost(track)
         if (region is None or mode not in (_VALUE, _SCALAR)
                 or not any(_is_number(u) for u in region[2])):
             return _NO_IDS
@@ -1465,7 +1441,7 @@ class UniqueGuards:
     @staticmethod
     def _ends_used(track: _Track) -> bool:
         """Whether the element being read is a number equal to a used value as it stands."""
-        mode, _, text, _, _, region = track
+        mode, text, region = track[0], track[2], _innermost(track)
         if mode != _SCALAR or region is None or not text or text[:1] not in _NUMBER_STARTS:
             return False
         try:
@@ -1477,10 +1453,12 @@ class UniqueGuards:
     def _step_candidates(self, track: _Track) -> tuple[np.ndarray, np.ndarray]:
         """Tokens that surely repeat a value (doomed) and tokens that may (checked) at
         ``track``, before the base mask is applied (numbers aside: see :meth:`mask`)."""
-        mode, _, text, _, _, region = track
+        mode, text, region = track[0], track[2], _innermost(track)
         index = self._index
         if region is None:
             return _NO_IDS, index.crossing_opening
+        if region[5] is not None:  # inside an object or array element: see _doubtful
+            return _NO_IDS, index.crossing
         crossing = index.crossing_in_string if mode == _STRING else index.crossing
         used = region[2]
         if not used or mode == _AFTER:
@@ -1546,11 +1524,13 @@ class UniqueGuards:
     def feed(self, track: _Track, data: bytes) -> _Track | None:
         """The tracker after ``data`` (bytes the base automaton accepts), or ``None`` where
         they complete an element equal to an earlier one."""
-        mode, escaped, text, pending, stack, region = track
-        # An object or array element's text is ``held`` (before this call) and then
-        # data[begun:]: compared with the used values where its closing bracket is read.
-        held = None if region is None else region[5]
-        begun = 0
+        mode, escaped, text, pending, stack, held = track
+        # The guarded arrays open, innermost last. An object or array element's text is
+        # its region's before this call, then data[begun[k]:] for region k: compared with
+        # the used values where its closing bracket is read.
+        regions = list(held)
+        begun = [0] * len(regions)
+        region = regions[-1] if regions else None
         i, n = 0, len(data)
         while i < n:
             b = data[i]
@@ -1573,7 +1553,7 @@ class UniqueGuards:
                             value = _used(json.loads(text + b'"'))
                             if value in region[2]:
                                 return None
-                            region = (*region[:3], value, *region[4:])
+                            region = regions[-1] = (*region[:3], value, *region[4:])
                         mode, text = _AFTER, None
                     i += 1
                     continue
@@ -1581,41 +1561,42 @@ class UniqueGuards:
                     text += data[i:i + 1]
                 i += 1
                 continue
-            if b in _WS:
-                if mode == _SCALAR:
-                    mode, region, text = self._scalar_read(region, text)
-                    if mode is None:
-                        return None
+            if b in _WS or mode == _SCALAR and b not in _SCALAR_BYTES:
+                if mode == _SCALAR:  # the byte ends the literal
+                    if region is not None and text is not None:
+                        value = _used(json.loads(text))
+                        if value in region[2]:
+                            return None
+                        region = regions[-1] = (*region[:3], value, *region[4:])
+                    mode, text = _AFTER, None
+                    if b not in _WS:
+                        continue  # read it again
                 i += 1
                 continue
             if mode == _SCALAR:
-                if b in _SCALAR_BYTES:
-                    if text is not None:
-                        text += data[i:i + 1]
-                    i += 1
-                    continue
-                mode, region, text = self._scalar_read(region, text)
-                if mode is None:
-                    return None
-                continue  # this byte ends the literal: read it again
+                if text is not None:
+                    text += data[i:i + 1]
+                i += 1
+                continue
             if mode == _VALUE:
                 element = region is not None and len(stack) == region[4]
-                if b == 0x7B:  # {
-                    stack = (*stack, (False, pending, 0))
-                    mode, pending = _KEY_NEXT, None
+                if b == 0x7B or b == 0x5B:  # { or [
                     if element:
-                        held, begun = b"", i
-                elif b == 0x5B:  # [
-                    if pending is not None and pending.array is not None:
+                        assert region is not None
+                        region = regions[-1] = (*region[:5], b"", None)
+                        begun[-1] = i
+                    if b == 0x5B and pending is not None and pending.array is not None:
                         pending = pending.array
-                    stack = (*stack, (True, pending, 0))
-                    if pending is not None and pending.guard is not None:
-                        region = (pending.guard, 0, frozenset(), _NO_VALUE, len(stack), None)
-                        pending = None
+                    stack = (*stack, (b == 0x5B, pending, 0))
+                    if b == 0x7B:
+                        mode, pending = _KEY_NEXT, None
                     else:
+                        if pending is not None and pending.guard is not None:
+                            region = (pending.guard, 0, frozenset(), _NO_VALUE, len(stack),
+                                      None, None)
+                            regions.append(region)
+                            begun.append(0)
                         pending = pending.element(0) if pending is not None else None
-                        if element:
-                            held, begun = b"", i
                 elif b == 0x22:
                     mode = _STRING
                     text = b'"' if element else None
@@ -1650,46 +1631,55 @@ class UniqueGuards:
                 if is_array:
                     stack = (*stack[:-1], (True, node, index + 1))
                     if region is not None and len(stack) == region[4]:
-                        guard, _, used, last, depth, _ = region
-                        region = (guard, index + 1,
-                                  used if last is _NO_VALUE else used | {cast(_Used, last)},
-                                  _NO_VALUE, depth, None)
-                    else:
-                        pending = node.element(index + 1) if node is not None else None
+                        guard, _, used, last, depth = region[:5]
+                        region = regions[-1] = (
+                            guard, index + 1,
+                            used if last is _NO_VALUE else used | {cast(_Used, last)},
+                            _NO_VALUE, depth, None, None)
+                    pending = node.element(index + 1) if node is not None else None
                     mode = _VALUE
                 else:
                     mode = _KEY_NEXT
             else:
                 stack = stack[:-1]
                 pending = None
-                if region is not None and len(stack) >= region[4]:  # inside an element
-                    mode = _AFTER
-                    if held is not None and len(stack) == region[4]:
-                        value = _used(json.loads(held + data[begun:i + 1]))
-                        if value in region[2]:
-                            return None
-                        region = (*region[:3], value, region[4], None)
-                        held = None
-                else:
-                    region = None
-                    mode = _AFTER if stack else _END
+                if region is not None and len(stack) < region[4]:  # a guarded array ends
+                    regions.pop()
+                    begun.pop()
+                    region = regions[-1] if regions else None
+                if region is not None and region[5] is not None and len(stack) == region[4]:
+                    value = _used(json.loads(region[5] + data[begun[-1]:i + 1]))
+                    if value in region[2]:
+                        return None
+                    region = regions[-1] = (*region[:3], value, region[4], None, None)
+                mode = _AFTER if stack else _END
             i += 1
-        if held is not None:
-            assert region is not None
-            region = (*region[:5], held + data[begun:])
-        return (mode, escaped, text, pending, stack, region)
+        for k, r in enumerate(regions):
+            if r[5] is not None:
+                regions[k] = self._read_on(r, data[begun[k]:])
+        return (mode, escaped, text, pending, stack, tuple(regions))
 
-    @staticmethod
-    def _scalar_read(region: _Region | None, text: bytes | None
-                     ) -> tuple[Any, _Region | None, None]:
-        """After a literal ends: (``_AFTER``, the region with its value), or ``None`` first
-        where it repeats one."""
-        if region is not None and text is not None:
-            value = _used(json.loads(text))
-            if value in region[2]:
-                return None, region, None
-            region = (*region[:3], value, *region[4:])
-        return _AFTER, region, None
+    def _read_on(self, region: _Region, data: bytes) -> _Region:
+        """``region`` with ``data`` more of its object or array element read, and where the
+        used values' spellings are after it (their automaton is kept with the state: the
+        cache of them may be emptied while a document is read)."""
+        text, spelt = region[5], region[6]
+        assert text is not None
+        if not text:  # just opened
+            automaton = self._spelled_containers(region[2])
+            if automaton is not None:
+                spelt = (automaton, automaton.step_bytes(automaton.start, data))
+        elif spelt is not None and data:
+            spelt = (spelt[0], spelt[0].step_bytes(spelt[1], data))
+        if spelt is not None and spelt[1] == Automaton.DEAD:
+            spelt = None
+        return (*region[:5], text + data, spelt)
+
+
+def _innermost(track: _Track) -> _Region | None:
+    """The innermost guarded array open at ``track``, if any."""
+    regions = track[5]
+    return regions[-1] if regions else None
 
 
 def _bits(mask: np.ndarray, tokens: np.ndarray) -> np.ndarray:

@@ -220,6 +220,13 @@ SCHEMAS = {
                                              "properties": {"a": {"type": "integer"},
                                                             "kids": {"type": "array",
                                                                      "items": {"$ref": "#/$defs/node"}}}}}},
+    # Guarded arrays inside a guarded array's elements, and one as an element itself.
+    "nested-guards": {"type": "array", "uniqueItems": True, "items": {
+        "type": "object", "additionalProperties": False,
+        "properties": {"t": {"type": "array", "uniqueItems": True, "items": {"type": "string"}},
+                       "k": {"enum": [1, 2]}}}},
+    "sets-of-sets": {"type": "array", "uniqueItems": True, "items": {
+        "type": "array", "uniqueItems": True, "items": {"type": "integer"}}},
     "tree": {"type": "object", "additionalProperties": False,
              "properties": {"tags": {"type": "array", "items": {"type": "string"},
                                      "uniqueItems": True},
@@ -247,11 +254,12 @@ def test_walks_end_valid_and_never_stall(name: str, vocab: Vocabulary) -> None:
 # no closing bracket of the array (the walk ends at its step budget or at EOS otherwise).
 _CONTAINER_PARTS = [b'{"', b'"a": ', b'1}', b'2}', b'}, {"', b'{}', b'[]', b'], [', b'1',
                     b'2', b'a', b'"}', b'"},', b'}}', b'", "', b', "b": "', b':', b'[',
-                    b'{', b'"', b',', b'}', b'p', b'x', b'n', b'}]', b']]', b'"]']
+                    b'{', b'"', b',', b'}', b'p', b'x', b'n', b'}]', b']]', b'"]', b't']
 
 
 @pytest.mark.parametrize("name", ["objects", "any-objects", "arrays", "nested-objects",
-                                  "string-or-object", "recursive-objects"])
+                                  "string-or-object", "recursive-objects", "nested-guards",
+                                  "sets-of-sets"])
 def test_walks_through_repeated_objects_and_arrays(name: str, vocab: Vocabulary) -> None:
     """Walks that keep writing the same few short objects or arrays: every step's mask
     leads somewhere (lookahead), every document validates, and most hold several elements,
@@ -299,6 +307,20 @@ def test_objects_that_can_only_repeat_are_cut_where_they_would_begin(
     assert _allowed_after(compiled, vocab, both, b'"', b'"}', b"y", b'", "') == [
         False, False, True, False]
     assert _allowed_after(compiled, vocab, both.replace('"x', '"\u0078'), b'"') == [False]
+    # Inside a guarded array inside an object element: closing it would leave the object
+    # only its closing brace, repeating the first element; with two elements at most, so
+    # would ending the second.
+    compiled = compile_json_schema({"type": "array", "uniqueItems": True, "items": {
+        "type": "object", "additionalProperties": False, "properties": {
+            "t": {"type": "array", "uniqueItems": True, "items": {"type": "string"}}}}}, vocab)
+    assert _allowed_after(compiled, vocab, '[{"t": ["a"]}, {"t": ["a"', b"]", b",", b'"]') == [
+        False, True, False]
+    compiled = compile_json_schema({"type": "array", "uniqueItems": True, "items": {
+        "type": "object", "additionalProperties": False, "properties": {
+            "t": {"type": "array", "uniqueItems": True, "maxItems": 2,
+                  "items": {"type": "string"}}}}}, vocab)
+    assert _allowed_after(compiled, vocab, '[{"t": ["a", "b"]}, {"t": ["a", "b', b'"', b'"]',
+                          b"c") == [False, False, True]
     # Arrays: [1, 2] used, [1, 2 may only go on with a digit (12) or a third integer.
     compiled = compile_json_schema(SCHEMAS["arrays"], vocab)
     assert _allowed_after(compiled, vocab, "[[1, 2], [1, 2", b"]", b"]]", b",", b"2") == [
@@ -373,6 +395,11 @@ def test_objects_that_can_only_repeat_are_cut_where_they_would_begin(
      ['["a", "a"]', '[{"a": 1}, "x", {"a": 1}]', '[{"a": 3}, {"a": 3.0}]']),
     ("recursive-objects", ['[{}, {"kids": []}, {"kids": [{}]}, {"kids": [{"a": 1}]}]'],
      ['[{"kids": [{}]}, {"kids": [{}]}]', '[{"a": 1, "kids": []}, {"kids": [], "a": 1.0}]']),
+    ("nested-guards", ['[{"t": []}, {"t": ["a"]}, {"t": ["a", "b"]}, {"t": ["b", "a"], "k": 1}]'],
+     ['[{"t": ["a", "a"]}]', '[{"t": ["a"]}, {"t": ["a"]}]', '[{"t": [], "k": 1}, {"k": 1, "t": []}]',
+      '[{"t": ["b"]}, {"t": ["a", "\u0061"]}]']),
+    ("sets-of-sets", ['[[], [1], [1, 2], [2, 1]]'],
+     ['[[1, 1]]', '[[1], [1]]', '[[1, 2], [2], [1, 2.0]]', '[[], [3, 4, 3]]']),
     ("tree", ['{"tags": ["a"], "kids": [{"tags": ["a", "b"]}]}'],
      ['{"kids": [{"kids": [{"tags": ["x", "x"]}]}]}']),
 ])
@@ -532,11 +559,6 @@ def test_torch_bitmask(vocab: Vocabulary) -> None:
      "too few values"),
     ({"type": "array", "uniqueItems": True, "items": {"type": "array", "items": {"enum": [1, 2]}}},
      "too few values"),
-    # A guarded array inside a guarded array's elements: the tracker follows one at a time.
-    ({"type": "array", "uniqueItems": True, "items": {
-        "type": "object", "properties": {"tags": {"type": "array", "uniqueItems": True,
-                                                  "items": {"type": "string"}}}}},
-     "uniqueItems of their own"),
     # Too few values found only once the recursive rule is made.
     ({"type": "array", "uniqueItems": True, "items": {"$ref": "#/$defs/n"},
       "$defs": {"n": {"type": "object", "additionalProperties": False,
