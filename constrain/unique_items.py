@@ -820,12 +820,14 @@ _SCALAR_BYTES = frozenset(b"0123456789+-.eEtruefalsn")
 # container; ``regions``: per guarded array open, innermost last (one inside another's
 # object or array element), (guard, index, used values, the last element's value once
 # read, the stack's depth inside the array, the text of the object or array element being
-# read from its opening bracket or None, and the automaton of the used objects' and
-# arrays' spellings with its state after that text, or None where none may be spelt).
+# read from its opening bracket or None, for each used object or array that text may
+# still spell the automaton of its spellings and its state after the text, and where
+# there is one, the state of the element's own automaton after the text).
 _Used = tuple[bool, object]
 """A used value: (whether it is a boolean, the value json.loads reads)."""
-_Region = tuple[UniqueGuard, int, frozenset[_Used], object, int, "bytes | None",
-                "tuple[Automaton, int] | None"]
+_Spelt = tuple[tuple[Automaton, int], ...]
+_Region = tuple[UniqueGuard, int, frozenset[_Used], object, int, "bytes | None", _Spelt,
+                int]
 _Track = tuple[int, bool, "bytes | None", "PathNode | None", tuple[Any, ...],
                tuple[_Region, ...]]
 
@@ -958,6 +960,9 @@ class _TokenIndex:
         self.crossing = self._ids([s for s, _ in found])
         self.crossing_in_string = self._ids([s for s, d in found if in_string.search(d)])
         self.crossing_opening = self._ids([s for s, d in found if b"[" in d])
+        # Inside an object or array element, only a closing bracket leaves it.
+        self.crossing_closing = self._ids([s for s, d in found
+                                           if _CLOSING.search(d, 0, d.rindex(b","))])
         escapes: dict[tuple[bool, str], list[int]] = {}
         for s in self._strings_with(0x5C):
             data = trie.string_bytes(s)
@@ -1068,6 +1073,7 @@ class _TokenIndex:
 
 
 _NO_IDS = np.zeros(0, dtype=np.int64)
+_CLOSING = re.compile(rb"[}\]]")
 _LED_STARTS = frozenset(bytes([b]) for b in b'"ntf-0123456789')
 _NUMBER_STARTS = frozenset(bytes([b]) for b in b"-0123456789")
 
@@ -1158,11 +1164,11 @@ class UniqueGuards:
         self._rules = compiled.grammar.rules
         self._region_keys: dict[int, Automaton] = {}
         self._guards: dict[tuple[int, int, frozenset[object]], Automaton] = {}
-        # Of the objects and arrays used, by set: their spellings' automaton; the masks of
-        # it and of element languages; whether a completion is fresh (see _fresh_after).
-        self._container_spellings: dict[frozenset[_Used], Automaton] = {}
+        # Of the objects and arrays used: the automaton of each one's spellings; the masks
+        # of those and of element languages; whether a completion is fresh (_fresh_after).
+        self._spellings: dict[_Used, Automaton] = {}
         self._token_masks: dict[Automaton, TokenMasks] = {}
-        self._fresh: dict[tuple[Automaton, int, Automaton, int], bool] = {}
+        self._fresh: dict[tuple[Automaton, int, _Spelt], bool] = {}
         self._vocab = compiled.vocab
         self._endings: dict[tuple[int, int], int] = {}  # see live
         self._listings: dict[tuple[int, int], tuple[list[bytes], list[_Used]] | None] = {}
@@ -1178,7 +1184,7 @@ class UniqueGuards:
         rows += sum(m.memory_estimate() for m in self._token_masks.values())
         states = sum(a.num_states for a in (*self._elements.values(), *self._guards.values(),
                                             *self._region_keys.values(),
-                                            *self._container_spellings.values()))
+                                            *self._spellings.values()))
         return rows, states
 
     # -- languages -----------------------------------------------------------------------
@@ -1246,21 +1252,22 @@ class UniqueGuards:
     # element's automaton E beside S's: for a byte E reads and S cannot, or an end of E
     # that is not one of S.
 
-    def _spelled_containers(self, used: frozenset[_Used]) -> Automaton | None:
-        """The automaton of the spellings of the objects and arrays among ``used``."""
-        containers = frozenset(u for u in used if isinstance(u[1], _Container))
-        if not containers:
-            return None
-        found = self._container_spellings.get(containers)
-        if found is None:
-            syntax = self.plan.syntax
-            found = self._automaton(alt(*(_spellings_of(syntax, u)
-                                          for u in sorted(containers, key=repr))))
-            if len(self._container_spellings) >= self._KEPT_BIG:
-                self._container_spellings.clear()
-                self._token_masks.clear()
-            self._container_spellings[containers] = found
-        return found
+    def _spelt(self, used: frozenset[_Used], text: bytes) -> _Spelt:
+        """The objects and arrays among ``used`` that ``text`` may still spell: the
+        automaton of each one's spellings, and its state after ``text``."""
+        out = []
+        for u in used:
+            if isinstance(u[1], _Container):
+                automaton = self._spellings.get(u)
+                if automaton is None:
+                    if len(self._spellings) >= self._KEPT:
+                        self._spellings.clear()
+                    automaton = self._spellings[u] = self._automaton(
+                        _spellings_of(self.plan.syntax, u))
+                state = automaton.step_bytes(automaton.start, text)
+                if state != Automaton.DEAD:
+                    out.append((automaton, state))
+        return tuple(out)
 
     def _tokens_of(self, automaton: Automaton, state: int) -> np.ndarray:
         """The tokens after which ``automaton`` is live from ``state`` (a packed mask)."""
@@ -1271,19 +1278,23 @@ class UniqueGuards:
             masks = self._token_masks[automaton] = TokenMasks(automaton, self._vocab)
         return masks.mask(state)
 
-    def _fresh_after(self, element: Automaton, e: int, spelled: Automaton, s: int) -> bool:
-        """Whether some completion of the element from ``e`` is not a used value's spelling
-        from ``s`` (a search of the pairs of states both may reach)."""
-        key = (element, e, spelled, s)
+    def _fresh_after(self, element: Automaton, e: int, spelt: _Spelt) -> bool:
+        """Whether some completion of the element from ``e`` is none of the used values'
+        spellings ``spelt`` (a search of the states all of them may reach together)."""
+        key = (element, e, spelt)
         found = self._fresh.get(key)
         if found is not None:
             return found
         found = False
-        seen = {(e, s)}
-        todo = [(e, s)]
+        automata = [a for a, _ in spelt]
+        first = (e, tuple(s for _, s in spelt))
+        seen = {first}
+        todo = [first]
         while todo:
-            e, s = todo.pop()
-            if s == Automaton.DEAD or (element.is_accepting(e) and not spelled.is_accepting(s)):
+            e, states = todo.pop()
+            alive = [(a, s) for a, s in zip(automata, states) if s != Automaton.DEAD]
+            if not alive or element.is_accepting(e) and not any(
+                    a.is_accepting(s) for a, s in alive):
                 found = True
                 break
             if len(seen) > _MAX_PAIRS:
@@ -1291,11 +1302,16 @@ class UniqueGuards:
                     "unique_items_search", _MAX_PAIRS,
                     "states of an element searched beside its used values' spellings for "
                     "a new value")
-            e_row, s_row = element.row(e), spelled.row(s)
-            for pair in zip(e_row.tolist(), s_row.tolist()):
-                if pair[0] != Automaton.DEAD and pair not in seen:
-                    seen.add(pair)
-                    todo.append(pair)
+            rows = [a.row(s).tolist() if s != Automaton.DEAD else None
+                    for a, s in zip(automata, states)]
+            for byte, successor in enumerate(element.row(e).tolist()):
+                if successor == Automaton.DEAD:
+                    continue
+                node = (successor, tuple(Automaton.DEAD if row is None else row[byte]
+                                         for row in rows))
+                if node not in seen:
+                    seen.add(node)
+                    todo.append(node)
         if len(self._fresh) >= self._KEPT:
             self._fresh.clear()
         self._fresh[key] = found
@@ -1303,14 +1319,11 @@ class UniqueGuards:
 
     def _container_live(self, region: _Region) -> bool:
         """:meth:`live` inside an object or array element."""
-        guard, index, _, _, _, whole, spelt = region
-        if spelt is None:
+        guard, index, _, _, _, _, spelt, e = region
+        if not spelt:
             return True  # no used value starts so: every ending is new
-        assert whole is not None
-        spelled, s = spelt
         element = self._element(guard, index, whole=True)
-        e = element.step_bytes(element.start, whole)
-        return e != Automaton.DEAD and self._fresh_after(element, e, spelled, s)
+        return e != Automaton.DEAD and self._fresh_after(element, e, spelt)
 
     def live(self, track: _Track) -> bool:
         """Whether the elements being read (if any) can still end as new values."""
@@ -1419,14 +1432,14 @@ class UniqueGuards:
         value: the tokens of ``base`` that may go on spelling one (the used values'
         spellings take them) and those that leave the element (its own language does not
         take them: ``}]``, ``}, {"``), to be run through the tracker."""
-        guard, index, _, _, _, whole, spelt = region
-        if spelt is None:
+        guard, index, _, _, _, _, spelt, e = region
+        if not spelt:
             return _NO_IDS
-        assert whole is not None
-        spelled, s = spelt
-        element = self._element(guard, index, whole=True)
-        inside = self._tokens_of(element, element.step_bytes(element.start, whole))
-        doubtful = base & ~inside | base & inside & self._tokens_of(spelled, s)
+        inside = self._tokens_of(self._element(guard, index, whole=True), e)
+        spelling = self._tokens_of(*spelt[0])
+        for pair in spelt[1:]:
+            spelling = spelling | self._tokens_of(*pair)
+        doubtful = base & ~inside | base & inside & spelling
         return np.flatnonzero(np.unpackbits(doubtful.view(np.uint8), bitorder="little"))
 
     def _number_candidates(self, track: _Track) -> np.ndarray:
@@ -1458,7 +1471,7 @@ class UniqueGuards:
         if region is None:
             return _NO_IDS, index.crossing_opening
         if region[5] is not None:  # inside an object or array element: see _doubtful
-            return _NO_IDS, index.crossing
+            return _NO_IDS, index.crossing_closing
         crossing = index.crossing_in_string if mode == _STRING else index.crossing
         used = region[2]
         if not used or mode == _AFTER:
@@ -1583,7 +1596,7 @@ class UniqueGuards:
                 if b == 0x7B or b == 0x5B:  # { or [
                     if element:
                         assert region is not None
-                        region = regions[-1] = (*region[:5], b"", None)
+                        region = regions[-1] = (*region[:5], b"", (), Automaton.DEAD)
                         begun[-1] = i
                     if b == 0x5B and pending is not None and pending.array is not None:
                         pending = pending.array
@@ -1593,7 +1606,7 @@ class UniqueGuards:
                     else:
                         if pending is not None and pending.guard is not None:
                             region = (pending.guard, 0, frozenset(), _NO_VALUE, len(stack),
-                                      None, None)
+                                      None, (), Automaton.DEAD)
                             regions.append(region)
                             begun.append(0)
                         pending = pending.element(0) if pending is not None else None
@@ -1635,7 +1648,7 @@ class UniqueGuards:
                         region = regions[-1] = (
                             guard, index + 1,
                             used if last is _NO_VALUE else used | {cast(_Used, last)},
-                            _NO_VALUE, depth, None, None)
+                            _NO_VALUE, depth, None, (), Automaton.DEAD)
                     pending = node.element(index + 1) if node is not None else None
                     mode = _VALUE
                 else:
@@ -1651,7 +1664,8 @@ class UniqueGuards:
                     value = _used(json.loads(region[5] + data[begun[-1]:i + 1]))
                     if value in region[2]:
                         return None
-                    region = regions[-1] = (*region[:3], value, region[4], None, None)
+                    region = regions[-1] = (*region[:3], value, region[4], None, (),
+                                            Automaton.DEAD)
                 mode = _AFTER if stack else _END
             i += 1
         for k, r in enumerate(regions):
@@ -1661,19 +1675,23 @@ class UniqueGuards:
 
     def _read_on(self, region: _Region, data: bytes) -> _Region:
         """``region`` with ``data`` more of its object or array element read, and where the
-        used values' spellings are after it (their automaton is kept with the state: the
-        cache of them may be emptied while a document is read)."""
-        text, spelt = region[5], region[6]
+        used values' spellings are after it (each automaton is kept with its state: their
+        cache may be emptied while a document is read)."""
+        text, spelt, e = region[5], region[6], region[7]
         assert text is not None
         if not text:  # just opened
-            automaton = self._spelled_containers(region[2])
-            if automaton is not None:
-                spelt = (automaton, automaton.step_bytes(automaton.start, data))
-        elif spelt is not None and data:
-            spelt = (spelt[0], spelt[0].step_bytes(spelt[1], data))
-        if spelt is not None and spelt[1] == Automaton.DEAD:
-            spelt = None
-        return (*region[:5], text + data, spelt)
+            spelt = self._spelt(region[2], data)
+            e = self._element(region[0], region[1], whole=True).start
+        elif spelt and data:
+            stepped = ((a, a.step_bytes(s, data)) for a, s in spelt)
+            spelt = tuple(pair for pair in stepped if pair[1] != Automaton.DEAD)
+        else:
+            return (*region[:5], text + data, spelt, e)
+        # The element's own state, while a used value may still be spelt (after that,
+        # every ending is new: it is not needed).
+        e = (self._element(region[0], region[1], whole=True).step_bytes(e, data) if spelt
+             else Automaton.DEAD)
+        return (*region[:5], text + data, spelt, e)
 
 
 def _innermost(track: _Track) -> _Region | None:
