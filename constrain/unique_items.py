@@ -1,22 +1,27 @@
-"""``uniqueItems`` over arrays of strings and integers (with booleans and null), enforced
-while decoding.
+"""``uniqueItems`` over arrays of strings, integers, objects and arrays (with booleans and
+null), enforced while decoding.
 
 No grammar holds "the elements differ" once elements have infinitely many values: the
 language is not context-free. The JSON Schema compiler enforces ``uniqueItems`` exactly in
 its grammar where elements come from a few listed values (see
-:mod:`constrain.json_arrays`); this module covers arrays of *strings* and *integers*
-beyond that. Values are equal as ``jsonschema`` judges them: ``"é"`` and ``"\\u00e9"``,
-``3`` and ``3.0`` (an integral float is an integer since draft 6), ``0`` and ``-0`` are
-one value each; ``true`` is not ``1``. The
+:mod:`constrain.json_arrays`); this module covers arrays of *strings*, *integers*,
+*objects* and *arrays* beyond that. Values are equal as ``jsonschema`` judges them:
+``"é"`` and ``"\\u00e9"``, ``3`` and ``3.0`` (an integral float is an integer since draft
+6), ``0`` and ``-0`` are one value each; ``true`` is not ``1``; objects with their members
+in any order. The
 grammar keeps such an array without the keyword, and the compiler records a **guard**: the
 array's element languages. While decoding, :class:`UniqueItemsMatcher` follows the
 document's structure byte by byte, and inside a guarded array it removes from each mask
 the tokens after which the element being read can only end as a value already used: the
 language it must stay in is ``E ∖ spellings(used)``. Only a text that may still spell a
 used value needs a look (otherwise every ending is new); there liveness is a count of the
-endings ``E`` has left, or else a step of the automaton of ``E ∖ spellings(used)``. The
-tokens a mask may have to lose are few and found in the vocabulary's token trie (see
-:meth:`UniqueGuards.mask`).
+endings ``E`` has left, or else a step of the automaton of ``E ∖ spellings(used)``. An
+object or array element's language may be recursive, which no automaton intersects:
+there liveness is a search of ``E``'s automaton beside those of the used values'
+spellings (see :meth:`UniqueGuards._fresh_after`). The tokens a mask may have to lose
+are few and found in the vocabulary's token trie or in the masks of those spellings (see
+:meth:`UniqueGuards.mask`). Guarded arrays inside a guarded array's elements are
+followed too, one region each.
 
 That is exact, not only sound, under three conditions the compiler checks
 (:meth:`PathTrace.guardable` and :func:`has_enough_values`):
@@ -35,7 +40,8 @@ That is exact, not only sound, under three conditions the compiler checks
 - **Fresh values never run out.** The language of every later element holds as many
   values as the array may hold (``maxItems``), or at least 2**24 (counted on spellings
   without a backslash, which spell distinct values, and on integers' integer spellings,
-  with one to spare for ``-0``), more than any decoding run has tokens; that of element
+  with one to spare for ``-0``; objects and arrays must hold infinitely many, see
+  :func:`has_unbounded_values`), more than any decoding run has tokens; that of element
   ``i`` of a tuple (``prefixItems``) at least ``i + 1``, more than the elements before it
   can use up. So the array can always take a new element where its schema allows one.
   (An enum of ``N`` values holds ``N``: the compiler bounds such an array's grammar at
