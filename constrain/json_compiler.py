@@ -632,9 +632,13 @@ class Compiler:
         """Register a guard for the array ``flat`` (``positions``: its element languages,
         the last for every later element; at most ``max_items`` elements); ``None`` if
         done, else why not."""
-        from .json_numbers import integer_expr
-        from .json_scalars import integral_values
-        from .unique_items import MIN_VALUES, PathTrace, UniqueGuard, has_enough_values
+        from .unique_items import (
+            COUNTED_NUMBERS,
+            MIN_VALUES,
+            PathTrace,
+            UniqueGuard,
+            has_enough_values,
+        )
 
         if self._trace is None:
             self._trace = PathTrace(self)
@@ -657,11 +661,7 @@ class Compiler:
                     "dependency saying something of a key on its path, several branches "
                     "taking arrays or keys split by patterns apply at or above it, or its "
                     "schema is reached there too)")
-        numbers = [p.parts["number"] for p in positions if "number" in p.parts]
-        if not all(integral_values(n) for n in numbers):
-            return ("its elements may be numbers that are not integers, equal across "
-                    "spellings (1.5 and 15e-1) the guard does not follow")
-        integers = bool(numbers)
+        numbers = any("number" in p.parts for p in positions)
         elements = [p.expr() if p.types else NOTHING for p in positions]
         library = self.syn.library
         # Element i starts with i values used: a tuple's position i needs i + 1 values,
@@ -677,15 +677,15 @@ class Compiler:
             if typed.values is not None:
                 enough = len({canonical(v) for v in typed.values}) >= needed
             else:
-                # Strings and integers by their spellings, integers by their integer
-                # spellings alone (3, not 3.0), of which 0 has two (-0); else objects and
-                # arrays, which must hold infinitely many values (their texts are not
-                # their values).
-                counted = [intersect(e, integer_expr()) if t == "number" else e
+                # Strings and numbers by their spellings, numbers by those that read as
+                # distinct values (3, not 3.0; 1.5, not 15e-1), of which 0 has two (-0);
+                # else objects and arrays, which must hold infinitely many values (their
+                # texts are not their values).
+                counted = [intersect(e, COUNTED_NUMBERS) if t == "number" else e
                            for t, e in typed.parts.items() if t not in _CONTAINER_TYPES]
                 containers = [e for t, e in typed.parts.items() if t in _CONTAINER_TYPES]
                 enough = bool(counted) and has_enough_values(alt(*counted), library,
-                                                             needed + integers)
+                                                             needed + numbers)
                 if not enough and containers:
                     unbounded.append(alt(*containers))
                     enough = True

@@ -99,6 +99,7 @@ from .json_numbers import number_expr
 from .json_objects import ObjectSpec
 from .masks import TokenMasks, mask_words, set_bits
 from .matcher import TERMINATED, Matcher, write_row, write_tensor_row
+from .regex import parse_regex
 
 if TYPE_CHECKING:
     from .compiler import CompiledConstraint
@@ -108,6 +109,7 @@ if TYPE_CHECKING:
     from .vocab import Vocabulary
 
 __all__ = [
+    "COUNTED_NUMBERS",
     "MIN_VALUES",
     "PathNode",
     "PathTrace",
@@ -753,6 +755,12 @@ def _canonical_next() -> dict[int, tuple[np.ndarray, list[int]]]:
 
 
 _CANONICAL_NEXT = _canonical_next()
+
+COUNTED_NUMBERS = parse_regex(r"-?(0|[1-9][0-9]*)|-?(0|[1-9][0-9]{0,6})\.[0-9]{0,6}[1-9]")
+"""Number spellings that read as distinct values (but ``0`` and ``-0``), for counting a
+number language's values by its spellings: integers without a fraction or an exponent
+(``json.loads`` reads them exactly), and fractions of at most 14 digits without trailing
+zeros (distinct decimals of at most 15 significant digits are distinct floats)."""
 _LOOPING = {
     _IN_STRING: np.array(sorted(b"0123456789ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz")),
     _IN_INTEGER: np.array(sorted(b"0123456789")),
@@ -882,13 +890,15 @@ def _spellings_of(syntax: JsonSyntax, used: _Used) -> Expr:
 
 
 def _number_spellings(value: Any) -> Expr:
-    """The spellings of a number ``json.loads`` reads as equal to ``value``, and for
-    numbers past 2**53 some more: those within a float's spacing of it, where floats
-    round; past the largest float, every number as large (they read as infinity)."""
+    """The spellings of a number ``json.loads`` reads as equal to ``value``, and around a
+    float that is not an integer or past 2**53 some more: those within its spacing,
+    where texts round to it; past the largest float, every number as large (they read as
+    infinity)."""
     if isinstance(value, float) and math.isinf(value):
         edge = Fraction(sys.float_info.max)
         return number_expr(edge, None) if value > 0 else number_expr(None, -edge)
-    if _FLOATS_ROUND <= abs(value) < _LARGEST_FLOAT:
+    if (_FLOATS_ROUND <= abs(value) < _LARGEST_FLOAT
+            or isinstance(value, float) and not value.is_integer()):
         exact = Fraction(value)
         spacing = Fraction(math.ulp(float(exact)))
         return number_expr(exact - spacing, exact + spacing)
@@ -907,15 +917,16 @@ def _is_number(used: _Used) -> bool:
 
 
 def _may_spell_number(text: bytes, used: _Used) -> bool:
-    """Whether a number being read as ``text`` may still end equal to the used value (an
-    integer, or an integral float: a guarded number language holds no other): a prefix of
-    one of its integer spellings, or one of them then ``.0...``. Past 2**53 floats round
-    (``9007199254740993.0`` reads as ``...992``): not judged."""
+    """Whether a number being read as ``text`` may still end equal to the used value: for
+    an integer or an integral float, a prefix of one of its integer spellings, or one of
+    them then ``.0...``. Past 2**53 floats round (``9007199254740993.0`` reads as
+    ``...992``), and a fraction has spellings without end (``1.5``, ``15e-1``,
+    ``0.15E1``): not judged (the caller steps the automaton that knows)."""
     value = used[1]
     if not _is_number(used):
         return False
     assert isinstance(value, (int, float))
-    if abs(value) >= _FLOATS_ROUND:
+    if abs(value) >= _FLOATS_ROUND or not float(value).is_integer():
         return True
     for digits in (b"0", b"-0") if value == 0 else (str(int(value)).encode(),):
         if digits.startswith(text):

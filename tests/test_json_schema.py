@@ -706,8 +706,10 @@ def test_arrays_failing_an_items_schema_need_no_regular_stand_in(schema: Any) ->
 
 
 @pytest.mark.parametrize(("schema", "keyword", "pointer"), [
-    pytest.param({"type": "array", "items": {"type": "number"}, "uniqueItems": True},
-                 "uniqueItems", "#/uniqueItems", id="uniqueItems-numbers"),
+    # Objects of three values in all: refused once every rule is made.
+    pytest.param({"type": "array", "uniqueItems": True, "items": {
+        "type": "object", "properties": {"a": {"type": "boolean"}}, "additionalProperties": False}},
+                 "uniqueItems", "#/uniqueItems", id="uniqueItems-few-objects"),
     # Failing maxProperties is having at least N + 1 members: the refusal names the
     # schema's keyword, not the bound it was spelt as.
     pytest.param({"not": {"maxProperties": 10**8}}, "maxProperties", "#/not/maxProperties",
@@ -894,10 +896,11 @@ def test_end_anchor_in_repeat_is_exact_where_complemented() -> None:
 
 
 def test_lenient_warns_and_over_approximates() -> None:
-    schema = {"type": "array", "items": {"type": "number"}, "uniqueItems": True}
+    schema = {"type": "array", "uniqueItems": True, "items": {
+        "type": "object", "properties": {"a": {"type": "boolean"}}, "additionalProperties": False}}
     with pytest.warns(ApproximationWarning, match="uniqueItems at #/uniqueItems"):
         grammar = schema_to_grammar(schema, JsonSchemaOptions(lenient=True))
-    assert Automaton(grammar).matches(b'[1.5, 15e-1]')
+    assert Automaton(grammar).matches(b'[{}, {}]')
 
 
 def test_unknown_format_accepts_any_string_with_warning() -> None:
@@ -1720,7 +1723,9 @@ _FREED_INSTANCES = [
 # Refused, after the path trace of their uniqueItems was made.
 _FREED_REFUSED = [
     {"$ref": "#/$defs/node", "$defs": {"node": {"type": "object", "properties": {
-        "tags": {"type": "array", "uniqueItems": True, "items": {"type": "number"}},
+        "tags": {"type": "array", "uniqueItems": True, "items": {"type": "number", "minimum": 0,
+                                                                 "maximum": 9,
+                                                                 "multipleOf": 0.000001}},
         "kids": {"type": "array", "items": {"$ref": "#/$defs/node"}}}}}},
 ]
 
