@@ -1,10 +1,10 @@
-"""``uniqueItems`` over arrays of strings, integers, objects and arrays (with booleans and
+"""``uniqueItems`` over arrays of strings, numbers, objects and arrays (with booleans and
 null), enforced while decoding.
 
 No grammar holds "the elements differ" once elements have infinitely many values: the
 language is not context-free. The JSON Schema compiler enforces ``uniqueItems`` exactly in
 its grammar where elements come from a few listed values (see
-:mod:`constrain.json_arrays`); this module covers arrays of *strings*, *integers*,
+:mod:`constrain.json_arrays`); this module covers arrays of *strings*, *numbers*,
 *objects* and *arrays* beyond that. Values are equal as ``jsonschema`` judges them:
 ``"é"`` and ``"\\u00e9"``, ``3`` and ``3.0`` (an integral float is an integer since draft
 6), ``0`` and ``-0`` are one value each; ``true`` is not ``1``; objects with their members
@@ -39,14 +39,13 @@ That is exact, not only sound, under three conditions the compiler checks
   guard keeps is one the base keeps.
 - **Fresh values never run out.** The language of every later element holds as many
   values as the array may hold (``maxItems``), or at least 2**24 (counted on spellings
-  without a backslash, which spell distinct values, and on integers' integer spellings,
-  with one to spare for ``-0``; objects and arrays must hold infinitely many, see
-  :func:`has_unbounded_values`), more than any decoding run has tokens; that of element
-  ``i`` of a tuple (``prefixItems``) at least ``i + 1``, more than the elements before it
-  can use up. So the array can always take a new element where its schema allows one.
-  (An enum of ``N`` values holds ``N``: the compiler bounds such an array's grammar at
-  ``N`` elements, as many as can be distinct.) Numbers must all be integers (a number with a fraction has too many spellings:
-  ``1.5``, ``15e-1``, ``0.15E1``).
+  without a backslash, which spell distinct values, and on numbers' spellings that read
+  apart, :data:`COUNTED_NUMBERS`, with one to spare for ``-0``; objects and arrays must
+  hold infinitely many, see :func:`has_unbounded_values`), more than any decoding run has
+  tokens; that of element ``i`` of a tuple (``prefixItems``) at least ``i + 1``, more
+  than the elements before it can use up. So the array can always take a new element
+  where its schema allows one. (An enum of ``N`` values holds ``N``: the compiler bounds
+  such an array's grammar at ``N`` elements, as many as can be distinct.)
 - **Tokens that cross into the next element are simulated.** A token such as ``", "x``
   or ``, null`` ends an element, passes the comma and starts the next, whose prefix must
   be live for the *new* set of used values. Only tokens with a comma followed by more
