@@ -106,7 +106,7 @@ _CONTAINER_TYPES = frozenset({"object", "array"})
 <constrain.unique_items.has_unbounded_values>` (their texts are not their values)."""
 _COMPLEMENTED = "it is in a complemented language (under not, if or oneOf)"
 _UNIQUE_REFUSAL = ("exact only when every element comes from a small finite set of values "
-                   "(enum, const, boolean, null), or for strings, integers, objects and "
+                   "(enum, const, boolean, null), or for strings, numbers, objects and "
                    "arrays guarded while decoding, which this array cannot be: ")
 _TOO_FEW_VALUES = "its elements have too few values to always leave a new one"
 
