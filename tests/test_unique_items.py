@@ -784,6 +784,87 @@ def test_random_schemas_guarded_or_refused(vocab: Vocabulary) -> None:
     assert guarded >= 5
 
 
+def _random_element_schema(rng: random.Random, depth: int = 2) -> dict[str, Any]:
+    """An element schema of objects, arrays or numbers (or a mix with strings), small
+    enough that random arrays repeat its values often, large enough to be guarded."""
+    kind = rng.choice(["object", "object", "array", "number", "mixed"])
+    if kind == "number" or depth <= 0:
+        return rng.choice([{"type": "number"}, {"type": "number", "minimum": 0},
+                           {"type": "integer"}])
+    if kind == "array":
+        out: dict[str, Any] = {"type": "array", "items": _random_element_schema(rng, depth - 1)}
+        if rng.random() < 0.5:
+            out["maxItems"] = rng.randint(1, 3)
+        if rng.random() < 0.4:
+            out["uniqueItems"] = True
+        return out
+    if kind == "mixed":
+        return {"anyOf": [{"type": "string", "maxLength": 2},
+                          _random_element_schema(rng, depth - 1)]}
+    properties = {"k": {"enum": [1, 2, "x"]}, "s": {"type": "string"},
+                  "n": _random_element_schema(rng, depth - 1)}
+    keys = rng.sample(sorted(properties), rng.randint(1, 3))
+    obj: dict[str, Any] = {"type": "object", "properties": {k: properties[k] for k in keys}}
+    if rng.random() < 0.6:
+        obj["additionalProperties"] = False
+    if rng.random() < 0.5:
+        obj["required"] = [rng.choice(keys)]
+    return obj
+
+
+def _spell(value: Any, rng: random.Random) -> str:
+    """A JSON text of ``value`` in one of its many spellings: members in any order,
+    integers as ``1.0`` or ``1e0``, escapes, whitespace."""
+    if isinstance(value, dict):
+        items = list(value.items())
+        rng.shuffle(items)
+        return "{" + ", ".join(f"{json.dumps(k)}: {_spell(v, rng)}" for k, v in items) + "}"
+    if isinstance(value, list):
+        return "[" + rng.choice([",", ", "]).join(_spell(v, rng) for v in value) + "]"
+    if isinstance(value, bool) or value is None:
+        return json.dumps(value)
+    if isinstance(value, int):
+        return rng.choice([str(value), f"{value}.0", f"{value}e0", str(value)])
+    if isinstance(value, float):
+        return rng.choice([repr(value), f"{value}0", f"{value * 10}e-1"])
+    if rng.random() < 0.3:
+        return '"' + "".join(f"\\u{ord(c):04x}" for c in value) + '"'
+    return json.dumps(value, ensure_ascii=False)
+
+
+_POOL = [{}, {"k": 1}, {"k": 2}, {"k": "x"}, {"s": "a"}, {"k": 1, "s": "a"}, {"n": 1},
+         {"n": 1.5}, {"n": [1]}, {"n": [1, 2]}, {"n": {"k": 1}}, [], [1], [1, 2], [2, 1],
+         [[1]], 1, 2, 1.5, 0.25, -1, "a", "b", [1.5]]
+
+
+def test_objects_arrays_and_numbers_accept_exactly_what_jsonschema_does(
+        vocab: Vocabulary) -> None:
+    """Random element schemas of objects, arrays and numbers, and random arrays of a few
+    values spelt many ways (members reordered, 1 as 1.0, escapes): every compiled schema
+    accepts a text iff jsonschema validates it, and its walks end valid."""
+    guarded = checked = 0
+    for seed in range(120):
+        rng = random.Random(seed)
+        schema = {"type": "array", "uniqueItems": True, "items": _random_element_schema(rng)}
+        try:
+            compiled = compile_json_schema(schema, vocab)
+        except UnsupportedSchemaError:
+            continue
+        guarded += isinstance(compiled.matcher(), UniqueItemsMatcher)
+        for _ in range(12):
+            values = [rng.choice(_POOL) for _ in range(rng.randint(0, 4))]
+            text = "[" + ", ".join(_spell(v, rng) for v in values) + "]"
+            valid = jsonschema.Draft202012Validator(schema).is_valid(json.loads(text))
+            assert _accepts(compiled, vocab, text) == valid, (schema, text)
+            checked += 1
+        walks = random.Random(seed)
+        for i in range(3):
+            text = _walk(compiled, walks, max_steps=60, lookahead=i == 0)
+            if text is not None:
+                jsonschema.validate(json.loads(text), schema)
+    assert guarded >= 40 and checked >= 480
+
+
 _U = {"$ref": "#/$defs/u"}
 
 
