@@ -700,37 +700,84 @@ def has_unbounded_values(expr: Expr, library: Any, options: AutomatonOptions | N
     infinitely many values. Its texts are not its values (members in any order, whitespace,
     ``1.0`` and ``1.00``), so they are not counted; instead, following only spellings
     without whitespace between tokens, backslashes, fractions or exponents (a value has
-    finitely many), a state is looked for that loops on a letter or a digit inside a
-    string, or on a digit inside an integer. The texts through that loop spell ever
-    different strings or integers at one place of the value: ever different values.
-    ``False`` where none is found within ``max_states`` states (not known, so not
-    guarded). ``rules``: the whole grammar's, where ``expr`` refers to them.
+    finitely many), it looks for a state that loops on a letter or a digit inside a
+    string, or on a digit inside an integer: the texts through that loop spell ever
+    different strings or integers at one place of the value. Or for a cycle through a
+    comma between an array's elements that comes back to that array's depth: the texts
+    through it spell ever longer arrays at one place. (A cycle through an object's comma
+    may only repeat a key, which spells no new value.) ``False`` where neither is found
+    within ``max_states`` states (not known, so not guarded). ``rules``: the whole
+    grammar's, where ``expr`` refers to them.
 
     >>> from constrain.regex import parse_regex
     >>> has_unbounded_values(parse_regex(r'\\{"a":(true|false|1\\.0*)\\}'), None)
     False
     >>> has_unbounded_values(parse_regex(r'\\{"a":"[a-z]*"\\}'), None)
     True
+    >>> has_unbounded_values(parse_regex(r'\\[(1|2)(,(1|2))*\\]'), None)
+    True
+    >>> has_unbounded_values(parse_regex(r'\\{"a":1(,"a":1)*\\}'), None)
+    False
     """
     automaton = Automaton(_element_grammar(expr, library, rules), options)
-    start = (automaton.start, _BETWEEN)
-    seen = {start}
+    start: _Node = (automaton.start, _BETWEEN, b"")
+    successors: dict[_Node, list[_Node]] = {}
+    commas: list[tuple[_Node, _Node]] = []  # between an array's elements
     todo = deque([start] if automaton.start != Automaton.DEAD else [])
+    seen = set(todo)
     while todo:  # breadth first: a recursive language's depth never ends
-        state, lexeme = todo.popleft()
+        node = todo.popleft()
+        state, lexeme, brackets = node
         row = automaton.row(state)
         loops = _LOOPING.get(lexeme)
         if loops is not None and (row[loops] == state).any():
             return True
+        found = successors[node] = []
         bytes_, lexemes = _CANONICAL_NEXT[lexeme]
-        for successor, after in zip(row[bytes_].tolist(), lexemes):
-            node = (successor, after)
-            if successor != Automaton.DEAD and node not in seen:
-                if len(seen) >= max_states:
-                    return False
-                seen.add(node)
-                todo.append(node)
+        for byte, successor, after in zip(bytes_.tolist(), row[bytes_].tolist(), lexemes):
+            if successor == Automaton.DEAD:
+                continue
+            inside = brackets
+            if lexeme == _BETWEEN and byte in _OPENING:
+                inside = brackets + bytes([byte])
+                if len(inside) > _MAX_DEPTH:
+                    continue
+            elif byte in _CLOSING_BYTES:
+                inside = brackets[:-1]
+            nxt = (successor, after, inside)
+            found.append(nxt)
+            if byte == 0x2C and lexeme != _IN_STRING and brackets[-1:] == b"[":
+                commas.append((node, nxt))
+            if nxt not in seen and len(seen) < max_states:
+                seen.add(nxt)
+                todo.append(nxt)
+    # A cycle found among the states followed is one, however many were left out.
+    return any(_returns(successors, after, before) for before, after in commas[:_MAX_COMMAS])
+
+
+def _returns(successors: Mapping[_Node, list[_Node]], start: _Node, goal: _Node) -> bool:
+    """Whether ``goal`` is reached from ``start`` without closing a bracket open at it."""
+    depth = goal[2]
+    seen = {start}
+    todo = [start]
+    while todo:
+        node = todo.pop()
+        if node == goal:
+            return True
+        for nxt in successors.get(node, ()):
+            if nxt not in seen and nxt[2].startswith(depth):
+                seen.add(nxt)
+                todo.append(nxt)
     return False
+
+
+_Node = tuple[int, int, bytes]
+"""A node of :func:`has_unbounded_values`: a state, where its spelling is (between
+tokens, in a string...), and the brackets open around it."""
+_OPENING = frozenset(b"{[")
+_CLOSING_BYTES = frozenset(b"}]")
+_MAX_DEPTH = 8  # brackets open in the nodes followed
+_MAX_COMMAS = 64  # array commas whose cycles are looked for
 
 
 # Where a canonical spelling is (see has_unbounded_values): between tokens, inside a string,

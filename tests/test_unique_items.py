@@ -227,6 +227,10 @@ SCHEMAS = {
         "type": "object", "additionalProperties": False,
         "properties": {"t": {"type": "array", "uniqueItems": True, "items": {"type": "string"}},
                        "k": {"enum": [1, 2]}}}},
+    # Infinitely many values only by their length (a loop through an array's comma).
+    "lists-of-enums": {"type": "array", "uniqueItems": True, "minItems": 3, "items": {
+        "type": "object", "additionalProperties": False,
+        "properties": {"t": {"type": "array", "items": {"enum": [1, 2]}}}}},
     "sets-of-sets": {"type": "array", "uniqueItems": True, "items": {
         "type": "array", "uniqueItems": True, "items": {"type": "integer"}}},
     "tree": {"type": "object", "additionalProperties": False,
@@ -261,7 +265,7 @@ _CONTAINER_PARTS = [b'{"', b'"a": ', b'1}', b'2}', b'}, {"', b'{}', b'[]', b'], 
 
 @pytest.mark.parametrize("name", ["objects", "any-objects", "arrays", "nested-objects",
                                   "string-or-object", "recursive-objects", "nested-guards",
-                                  "sets-of-sets"])
+                                  "sets-of-sets", "lists-of-enums"])
 def test_walks_through_repeated_objects_and_arrays(name: str, vocab: Vocabulary) -> None:
     """Walks that keep writing the same few short objects or arrays: every step's mask
     leads somewhere (lookahead), every document validates, and most hold several elements,
@@ -403,6 +407,9 @@ def test_objects_that_can_only_repeat_are_cut_where_they_would_begin(
     ("nested-guards", ['[{"t": []}, {"t": ["a"]}, {"t": ["a", "b"]}, {"t": ["b", "a"], "k": 1}]'],
      ['[{"t": ["a", "a"]}]', '[{"t": ["a"]}, {"t": ["a"]}]', '[{"t": [], "k": 1}, {"k": 1, "t": []}]',
       '[{"t": ["b"]}, {"t": ["a", "\u0061"]}]']),
+    ("lists-of-enums", ['[{}, {"t": []}, {"t": [1]}, {"t": [1, 1]}, {"t": [1, 1, 1]}]'],
+     ['[{}, {"t": [1]}, {"t": [1.0]}]', '[{}, {"t": [2]}, {}]',
+      '[{"t": [2, 1]}, {}, {"t": [2, 1]}]']),
     ("sets-of-sets", ['[[], [1], [1, 2], [2, 1]]'],
      ['[[1, 1]]', '[[1], [1]]', '[[1, 2], [2], [1, 2.0]]', '[[], [3, 4, 3]]']),
     ("tree", ['{"tags": ["a"], "kids": [{"tags": ["a", "b"]}]}'],
@@ -557,13 +564,17 @@ def test_torch_bitmask(vocab: Vocabulary) -> None:
      "complemented language"),
     ({"type": "array", "uniqueItems": True, "contains": {"const": "a"},
       "items": {"type": "string"}}, "not fixed"),
-    # Three objects in all, and integers inside arrays by their loop only: not known to
-    # have enough values (a loop through a comma may be an object's repeated key).
+    # Three objects in all; 15 arrays in all; objects that are infinitely many spellings
+    # only by repeating a key (a loop through an object's comma spells no new value).
     ({"type": "array", "uniqueItems": True, "items": {
         "type": "object", "properties": {"a": {"type": "boolean"}}, "additionalProperties": False}},
      "too few values"),
-    ({"type": "array", "uniqueItems": True, "items": {"type": "array", "items": {"enum": [1, 2]}}},
+    ({"type": "array", "uniqueItems": True, "items": {"type": "array", "maxItems": 3,
+                                                      "items": {"enum": [1, 2]}}},
      "too few values"),
+    ({"type": "array", "uniqueItems": True, "items": {
+        "type": "object", "patternProperties": {"^a$": {"type": "boolean"}},
+        "additionalProperties": False}}, "too few values"),
     # Too few values found only once the recursive rule is made.
     ({"type": "array", "uniqueItems": True, "items": {"$ref": "#/$defs/n"},
       "$defs": {"n": {"type": "object", "additionalProperties": False,
