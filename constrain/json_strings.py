@@ -267,7 +267,7 @@ class StringEncoder:
         >>> from constrain.automaton import Automaton
         >>> from constrain.grammar import Grammar
         >>> a = Automaton(Grammar.single(StringEncoder().any_but(["id"])))
-        >>> a.matches(b'"id"'), a.matches(b'"\\u0069d"'), a.matches(b'"ids"'), a.matches(b'""')
+        >>> a.matches(b'"id"'), a.matches(b'"\\\\u0069d"'), a.matches(b'"ids"'), a.matches(b'""')
         (False, False, True, True)
         """
         tree = prefix_tree([(tuple(map(ord, t)), EMPTY) for t in set(texts)],
