@@ -96,10 +96,10 @@ SUPPORTED_KEYWORDS = frozenset({
     "items", "prefixItems", "additionalItems", "minItems", "maxItems", "contains",
     "minContains", "maxContains", "uniqueItems", "minLength", "maxLength", "pattern", "format",
     "minimum", "maximum", "exclusiveMinimum", "exclusiveMaximum", "multipleOf",
+    "unevaluatedProperties", "unevaluatedItems",
 })
 """Every asserting keyword the compiler enforces; other asserting keywords of a dialect
-(``unevaluatedProperties``, ``unevaluatedItems``, ``$dynamicRef``, ``$recursiveRef``) are
-refused."""
+(``$dynamicRef``, ``$recursiveRef``) are refused."""
 
 _CONTAINER_TYPES = frozenset({"object", "array"})
 """Element types whose values a ``uniqueItems`` guard counts by :func:`has_unbounded_values
@@ -175,9 +175,11 @@ class Compiler:
                             and refs_in_intersection_supported())
         from .json_combinators import Combinators
         from .json_scalars import Scalars
+        from .json_unevaluated import Unevaluated
 
         self.combinators = Combinators(self)
         self.scalars = Scalars(self)
+        self.unevaluated = Unevaluated(self)
 
     # -- entry -------------------------------------------------------------------------
 
@@ -418,6 +420,11 @@ class Compiler:
                     self.refuse(k, f"{n.pointer}/{k}", "this keyword is not supported", negative)
         if not flat:
             return self.universe()
+        # Before enum: its values are checked by jsonschema against each schema alone, and
+        # what a schema's unevaluated keywords apply to depends on its allOf and $ref.
+        lowered = self.unevaluated.expand(flat, negative)
+        if lowered is not None:
+            return lowered
         if any(n.has("enum") or n.has("const") for n in flat):
             return self._finite(flat)
         expanded = self.combinators.expand(flat, negative)

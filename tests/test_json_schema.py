@@ -714,9 +714,9 @@ def test_arrays_failing_an_items_schema_need_no_regular_stand_in(schema: Any) ->
     # schema's keyword, not the bound it was spelt as.
     pytest.param({"not": {"maxProperties": 10**8}}, "maxProperties", "#/not/maxProperties",
                  id="not-huge-maxProperties"),
-    pytest.param({"properties": {"a": {"unevaluatedProperties": False}}},
-                 "unevaluatedProperties", "#/properties/a/unevaluatedProperties",
-                 id="unevaluatedProperties"),
+    pytest.param({"$defs": {"m": {"$dynamicAnchor": "meta"}},
+                  "properties": {"a": {"$dynamicRef": "#meta"}}},
+                 "$dynamicRef", "#/properties/a/$dynamicRef", id="dynamicRef"),
     pytest.param({"$defs": {"o": {"oneOf": [{"patternProperties": {"^a": {"type": "string"}}},
                                             {"required": ["ab"]}]}},
                   "$ref": "#/$defs/o"}, "oneOf", "#/$defs/o/oneOf", id="oneOf-free-form"),
