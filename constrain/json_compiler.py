@@ -9,12 +9,14 @@ must satisfy together) into :class:`~constrain.json_typed.Typed` languages:
 2. A list that is being compiled and comes back (a ``$ref`` cycle) becomes references to
    rules named after its JSON pointer, one per JSON type; the rules are defined when the
    outer compilation finishes. Nothing is unrolled.
-3. ``enum``/``const`` make the language finite: each candidate is validated by
+3. ``unevaluatedProperties``/``unevaluatedItems`` become the keywords they amount to
+   (:mod:`constrain.json_unevaluated`), before anything else splits the list.
+4. ``enum``/``const`` make the language finite: each candidate is validated by
    ``jsonschema`` against the whole list (so every other keyword, combinators included,
    is applied exactly) and the survivors' literals are the language.
-4. ``anyOf``, ``oneOf``, ``not``, ``if`` and the dependency keywords are expanded by
+5. ``anyOf``, ``oneOf``, ``not``, ``if`` and the dependency keywords are expanded by
    :mod:`constrain.json_combinators`.
-5. The remaining keywords are merged per type: numbers (:mod:`constrain.json_numbers`),
+6. The remaining keywords are merged per type: numbers (:mod:`constrain.json_numbers`),
    strings (patterns, formats, lengths, :mod:`constrain.json_strings`), arrays
    (:mod:`constrain.json_arrays`) and objects (:mod:`constrain.json_objects`).
 

@@ -79,6 +79,10 @@ def _extend(inner: st.SearchStrategy[Any]) -> st.SearchStrategy[Any]:
         st.builds(lambda i, t, e: {"if": i, "then": t, "else": e}, inner, inner, inner),
         st.builds(lambda a, b: {**a, **b}, inner.filter(lambda x: isinstance(x, dict)),
                   inner.filter(lambda x: isinstance(x, dict))),
+        st.builds(lambda a, u: {**a, "unevaluatedProperties": u},
+                  inner.filter(lambda x: isinstance(x, dict)), st.one_of(st.just(False), inner)),
+        st.builds(lambda a, u: {**a, "unevaluatedItems": u},
+                  inner.filter(lambda x: isinstance(x, dict)), st.one_of(st.just(False), inner)),
     )
 
 
