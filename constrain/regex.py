@@ -12,8 +12,13 @@ what users write) and returns an :data:`~constrain.grammar.Expr` for the strings
   first iteration nothing precedes (``((^|-)\\w)*``, ``(?:^[*]|\\w)+``). A ``$`` inside a
   repeat (``^(\\w+($|/))*$``, ``^([^,]*(,|$)){3,}$``) ends the last iteration where no
   iteration may be empty, and is otherwise the lookahead ``(?=$)`` (so also where it is
-  Python's, which a later iteration may follow past a final newline). Anchors elsewhere,
-  or under ``(?m)`` in search mode raise UnsupportedRegexError.
+  Python's, which a later iteration may follow past a final newline). Elsewhere, a ``^``
+  after what must consume, or a ``$`` before it, can never match (``/^[0-9]{4}$/``, a
+  regex literal pasted with its slashes, matches nothing), and what precedes a ``^`` but
+  may be empty then matches only the empty string (``x*^y`` is ``^y``). Still refused:
+  a ``^`` after a lookaround that consumes, a ``$`` before a group that holds one, a
+  Python ``$`` (see ``ecma``) before what could read the final newline, and anchors under
+  ``(?m)`` in search mode (UnsupportedRegexError).
 - **Search mode** (``search=True``, JSON Schema ``pattern``): strings *containing* a match.
   Each unanchored side gets ``ANY_CHAR*``, which includes newline (``.`` in the pattern
   still excludes it unless ``(?s)``): ``^a|b`` gives ``a.*|.*b.*``.
@@ -88,6 +93,7 @@ from .grammar import (
     And,
     Chars,
     Expr,
+    Grammar,
     Lazy,
     Not,
     Ranges,
@@ -267,6 +273,13 @@ def _merge(parts: Iterable[_Part]) -> list[_Part]:
         else:
             old.body = [alt(old.expr(), v.expr())]
     return list(out.values())
+
+
+def _matches_newline(expr: Expr) -> bool:
+    """Whether ``expr`` matches the string ``"\\n"``."""
+    from .automaton import Automaton  # the automaton module builds on this one's IR
+
+    return Automaton(Grammar.single(expr)).matches(b"\n")
 
 
 def _nullable(expr: Expr) -> bool:
@@ -794,11 +807,10 @@ class _Parser:
     def concat(self, items: list[_Item]) -> list[_Part]:
         cur = [_Part(False, False, True, [])]
         for _, parts in items:
-            if len(parts) == 1 and not parts[0].start and not parts[0].end:
+            if (len(parts) == 1 and not parts[0].start and not parts[0].end
+                    and (parts[0].empty or not any(v.end for v in cur))):
                 piece = parts[0]  # the common case: O(1) per atom, even for long literals
                 for v in cur:
-                    if v.end and not piece.empty:
-                        self.unsupported_at("anchor $ or \\Z not at the end", v.epos)
                     v.body.extend(piece.body)
                     v.empty = v.empty and piece.empty
                     v.lazy = v.lazy or piece.lazy
@@ -809,9 +821,12 @@ class _Parser:
             for a in cur:
                 for b in parts:
                     if a.end and not b.empty:
-                        self.unsupported_at("anchor $ or \\Z not at the end", a.epos)
+                        if self._after_end(a, b):
+                            nxt.append(a)
                     elif b.start and not a.empty:
-                        self.unsupported_at("anchor ^ or \\A not at the start", b.spos)
+                        if self._before_start(a, b):
+                            nxt.append(_Part(True, b.end, b.empty, b.body, b.spos, b.epos,
+                                             b.newline, b.lazy))
                     else:
                         nxt.append(_Part(a.start or b.start, a.end or b.end, a.empty and b.empty,
                                          a.body + b.body, a.spos if a.start else b.spos,
@@ -819,6 +834,27 @@ class _Parser:
                                          b.newline if b.end else a.newline, a.lazy or b.lazy))
             cur = _merge(nxt)
         return cur
+
+    def _after_end(self, a: _Part, b: _Part) -> bool:
+        """Whether ``a`` (anchored at the string's end) followed by ``b`` (which may
+        consume) can match, in which case it matches exactly where ``a`` does: ``b`` can
+        only match the empty string there, in both dialects. False where it cannot match
+        (``$x``: nothing follows the end); unsupported where Python's ``$`` before a
+        final newline would let ``b`` read that newline."""
+        if b.lazy or (a.newline and _matches_newline(b.expr())):
+            self.unsupported_at("anchor $ or \\Z not at the end", a.epos)
+            return False
+        return _nullable(b.expr())
+
+    def _before_start(self, a: _Part, b: _Part) -> bool:
+        """Whether ``a`` followed by ``b`` (anchored at the string's start) can match,
+        in which case ``a`` matches the empty string: the start anchor holds at the first
+        position only (no multiline mode here). False where ``a`` must consume (the
+        slashes of ``/^[0-9]{4}$/``, a regex literal pasted whole)."""
+        if a.lazy or a.end:
+            self.unsupported_at("anchor ^ or \\A not at the start", b.spos)
+            return False
+        return _nullable(a.expr())
 
     def close(self, f: _Frame) -> _Item:
         if f.kind in ("look", "cond", "atomic"):  # unsupported; already recorded
