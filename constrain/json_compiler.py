@@ -569,6 +569,9 @@ class Compiler:
         for c in spec.contains:
             if c.low == 0 and c.high is None:
                 continue
+            if c.high is not None and c.high < c.low:  # no array holds the count
+                conjuncts.append(NOTHING)
+                continue
             pointer = c.node.pointer
             try:
                 mine = self.refs.intersect([elements, self.value([c.node], negative)], negative)

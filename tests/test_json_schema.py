@@ -257,6 +257,10 @@ CASES: list[tuple[str, Any, list[Any]]] = [
     ("min-maxContains", {"type": "array", "items": {"type": "integer"},
                          "contains": {"const": 1}, "minContains": 2, "maxContains": 3},
      [[1], [1, 1], [1, 2, 1, 1], [1, 1, 1, 1], [2, 1, 2, 1, 2]]),
+    # No array holds the count; every other value is valid (was an internal GrammarError).
+    ("maxContains-below-minContains", {"contains": {"const": 1}, "minContains": 3,
+                                       "maxContains": 1},
+     [[1, 1, 1], [1], [], "x", {}, 3]),
     ("uniqueItems-enum", {"type": "array", "items": {"enum": ["a", "b", 1]},
                           "uniqueItems": True},
      [["a", "b", 1], ["a", "a"], [1, 1.0], [], ["b", 1, "a"]]),
