@@ -343,10 +343,10 @@ class Compiler:
         if len(flat) != 1 or self.options.lenient:
             return None
         node = flat[0]
-        content = _leaf_content(node.schema, self.dialect.keywords, node.skip)
+        content = _leaf_content(node.schema, node.dialect.keywords, node.skip)
         if content is None or len(content) > _LEAF_CONTENT_KEPT:
             return None
-        return (negative, self.dialect.name, self.options, content)
+        return (negative, node.dialect.name, self.options, content)
 
     def synthetic(self, node: Node, key: Any, make: Any, *path: str | int) -> Node:
         """A compiler-made schema attached to ``node`` (built once, so memo keys hold)."""
@@ -388,11 +388,11 @@ class Compiler:
             return True
         if schema is False:
             return False
-        if self.dialect.legacy_ref and "$ref" in schema and "$ref" not in node.skip:
+        if node.dialect.legacy_ref and "$ref" in schema and "$ref" not in node.skip:
             return self._flatten_into(node.resolve(schema["$ref"]), out, seen)
         # Set operations over the schema's keys at C speed: annotations (title,
         # description...) are most of the keys a schema has.
-        if self.dialect.keywords.intersection(schema).difference(node.skip, _REF_AND_ALL_OF):
+        if node.dialect.keywords.intersection(schema).difference(node.skip, _REF_AND_ALL_OF):
             # Marked as expanded, so flattening a list that holds it again (after a
             # combinator split) does not bring back the parts split off.
             out.append(node.without("$ref", "allOf"))
@@ -412,8 +412,8 @@ class Compiler:
     # -- one list ----------------------------------------------------------------------
 
     def _compile(self, flat: list[Node], negative: bool) -> Typed:
-        keywords = self.dialect.keywords
         for n in flat:
+            keywords = n.dialect.keywords
             if not keywords.intersection(n.schema).difference(n.skip, SUPPORTED_KEYWORDS):
                 continue
             for k in n.schema:  # in the schema's order: the first is the one refused
@@ -466,22 +466,22 @@ class Compiler:
                 continue
             seen.add(key)
             exprs = []
-            for variant, expr in self._spellings(value):
-                if all(self.dialect.is_valid(n, variant) for n in checks):
+            for variant, expr in self._spellings(value, source.dialect):
+                if all(n.dialect.is_valid(n, variant) for n in checks):
                     exprs.append(expr)
             if exprs:
                 kept.append(value)
                 parts.setdefault(json_type(value), []).extend(exprs)
         return Typed({t: alt(*es) for t, es in parts.items()}, values=tuple(kept))
 
-    def _spellings(self, value: Any) -> list[tuple[Any, Any]]:
+    def _spellings(self, value: Any, dialect: Dialect) -> list[tuple[Any, Any]]:
         """(parsed variant, its texts): a number's integer and float spellings parse to
         different Python types, which ``jsonschema`` may treat differently. Numbers inside
         an array or object take every spelling of their value from draft 6 on (``[0]``
         for ``[0.0]``): there no keyword tells ``1`` from ``1.0``; draft 4's ``integer``
         does, so there they keep their own type's spellings."""
         if isinstance(value, bool) or not isinstance(value, (int, float, Decimal)):
-            by_value = isinstance(value, (list, dict)) and self.dialect.name not in (
+            by_value = isinstance(value, (list, dict)) and dialect.name not in (
                 "Draft3Validator", "Draft4Validator")
             return [(value, literal_expr(self.syn, value, all_spellings=by_value))]
         out: list[tuple[Any, Any]] = []
@@ -831,7 +831,7 @@ class Compiler:
         names' own string language, whose patterns are read within both dialects where
         kept and around both where complemented."""
         if _PRINTABLE_ASCII.fullmatch(key):
-            return all(self.dialect.is_valid(n, key) for n in names)
+            return all(n.dialect.is_valid(n, key) for n in names)
         typed = self.value(names, negative)
         string = typed.parts.get("string")
         if string is None or "string" in typed.full:

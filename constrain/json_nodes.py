@@ -65,6 +65,9 @@ class Dialect:
         self._validator: Any = None
         self._stripped: dict[Any, dict[str, Any]] = {}
         self._type_only: dict[Any, tuple[str, ...] | None] = {}
+        # The dialects of the document's sub-schemas that declare another $schema, by
+        # validator class, shared by all of them (see switched).
+        self._switched: dict[Any, Dialect] = {}
 
     @classmethod
     def for_schema(cls, schema: Any, default: Any = Draft202012Validator) -> Dialect:
@@ -113,6 +116,25 @@ class Dialect:
         self._validator = self.validator_class(schema, format_checker=FormatChecker())
         resolver = self._validator._resolver  # jsonschema's own: identical resolution
         return Node(schema, resolver, _base_of(resolver), "#", self)
+
+    def switched(self, schema: Any) -> Dialect:
+        """The dialect of ``schema``, a sub-schema read in this one: its own where it
+        declares another ``$schema`` (a 2020-12 document referring to the draft-04
+        metaschema reads that metaschema as draft 4, as ``jsonschema`` does), else this."""
+        declared = schema.get("$schema") if isinstance(schema, dict) else None
+        if not isinstance(declared, str):
+            return self
+        cls = validators.validator_for(schema, default=self.validator_class)
+        if cls is self.validator_class:
+            return self
+        found = self._switched.get(cls)
+        if found is None:
+            found = Dialect(cls)
+            found._validator = cls(schema, format_checker=FormatChecker())
+            found._switched = self._switched  # one dialect per class in a document
+            self._switched[cls] = found
+            self._switched.setdefault(self.validator_class, self)
+        return found
 
     def is_valid(self, node: Node, instance: Any) -> bool:
         """Whether ``instance`` validates against ``node`` (formats checked)."""
@@ -353,17 +375,19 @@ class Node:
 
     def child(self, value: Any, *path: str | int) -> Node:
         """The sub-schema ``value`` found at ``path`` below this node."""
-        resolver, base = self.resolver, self.base
+        resolver, base, dialect = self.resolver, self.base, self.dialect
         pointer = self.pointer + "".join("/" + escape_pointer(p) for p in path)
+        if isinstance(value, dict) and "$schema" in value:
+            dialect = dialect.switched(value)
         # Only a schema with an identifier starts a scope of its own ("id" in drafts 4
         # and 6, "$id" since): asking referencing of every sub-schema cost ~15% of lowering.
         if isinstance(value, dict) and ("$id" in value or "id" in value):
-            resource = self.dialect.specification.create_resource(value)
+            resource = dialect.specification.create_resource(value)
             ident = _resource_id(resource, value, pointer)
             if isinstance(ident, str):
                 resolver = resolver.in_subresource(resource)
                 base = urljoin(base, ident)
-        return Node(value, resolver, base, pointer, self.dialect)
+        return Node(value, resolver, base, pointer, dialect)
 
     def synthetic(self, value: Any, *path: str | int) -> Node:
         """A schema made by the compiler for this node (e.g. a case of ``dependentRequired``);
@@ -384,11 +408,12 @@ class Node:
         target = resolved.contents
         resolver = resolved.resolver
         pointer = ref if ref.startswith("#") else urljoin(self.base, ref)
+        dialect = self.dialect.switched(target)
         if isinstance(target, dict):
-            resource = self.dialect.specification.create_resource(target)
+            resource = dialect.specification.create_resource(target)
             if isinstance(_resource_id(resource, target, pointer), str):
                 resolver = resolver.in_subresource(resource)
-        return Node(target, resolver, _base_of(resolver), pointer, self.dialect)
+        return Node(target, resolver, _base_of(resolver), pointer, dialect)
 
 
 _MISSING = object()

@@ -59,12 +59,13 @@ class Scalars:
         self._patterns: dict[tuple[str, bool], Expr | None] = {}
 
     def number(self, flat: list[Node], integer: bool, negative: bool) -> tuple[Expr, bool]:
-        draft4 = not self.c.dialect.integer_floats
         lower: tuple[Any, bool] | None = None
         upper: tuple[Any, bool] | None = None
         multiples: list[tuple[Any, Node]] = []
+        # Whether 1.0 is an integer is the dialect's of the schemas that ask for one.
+        floats = all(n.dialect.integer_floats for n in flat if _integer_only(n))
         for n in flat:
-            for value, exclusive, is_lower in _bounds(n, draft4):
+            for value, exclusive, is_lower in _bounds(n, not n.dialect.integer_floats):
                 bound = (value, exclusive)
                 if is_lower:
                     lower = bound if lower is None else _tighter(lower, bound, lower=True)
@@ -83,23 +84,23 @@ class Scalars:
         cases: list[tuple[Any, Node | None]] = list(multiples) or [(None, None)]
         for multiple, node in cases:
             try:
-                exprs.append(self._numbers(integer, multiple, kwargs))
+                exprs.append(self._numbers(integer, floats, multiple, kwargs))
             except NotExpressible as e:
                 assert node is not None
                 self.c.refuse("multipleOf", node.pointer + "/multipleOf", e.reason, negative)
         if not exprs:  # every multipleOf was refused leniently
-            exprs.append(self._numbers(integer, None, kwargs))
+            exprs.append(self._numbers(integer, floats, None, kwargs))
         expr = exprs[0] if len(exprs) == 1 else intersect(*exprs)
         if negative:  # to be complemented: never smaller than the true language
             expr = alt(expr, unexact_spellings())
         return expr, False
 
-    def _numbers(self, integer: bool, multiple: Any, bounds: dict[str, Any]) -> Expr:
+    def _numbers(self, integer: bool, floats: bool, multiple: Any,
+                 bounds: dict[str, Any]) -> Expr:
         # The same few languages recur in every schema (an integer, a number, a count
         # from 0): built once per process (IR nodes are immutable). Values keep their
         # type in the key: an int and a float of equal value can spell different
         # languages (a float multipleOf is taken at float precision).
-        floats = self.c.dialect.integer_floats
         key = (integer, floats, type(multiple).__name__, multiple,
                *((name, type(v).__name__, v) for name, v in sorted(bounds.items())))
         try:
@@ -285,3 +286,10 @@ def _tighter(a: tuple[Any, bool], b: tuple[Any, bool], lower: bool) -> tuple[Any
     if va == vb:
         return a if a[1] else b
     return (a if va > vb else b) if lower else (a if va < vb else b)
+
+
+def _integer_only(node: Node) -> bool:
+    """Whether ``node``'s ``type`` allows integers but not every number."""
+    declared = node.get("type")
+    types = [declared] if isinstance(declared, str) else declared or ()
+    return "integer" in types and "number" not in types

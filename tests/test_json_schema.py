@@ -1770,3 +1770,17 @@ def test_a_dropped_constraint_is_freed_without_the_collector(byte_vocab: Vocabul
         gc.set_debug(was)
         gc.garbage.clear()
     assert ours == [], sorted({type(o).__qualname__ for o in ours})
+
+
+def test_a_resource_in_another_dialect_is_read_in_its_own() -> None:
+    """A 2020-12 document referring to the draft-04 metaschema reads that metaschema as
+    draft 4 (boolean ``exclusiveMinimum``, array ``items``), as ``jsonschema`` does; it
+    was read as 2020-12, and the boolean bound raised a bare ValueError."""
+    schema = {"$ref": "http://json-schema.org/draft-04/schema#"}
+    instances = [{"multipleOf": 0}, {"multipleOf": 1}, {"minimum": 1, "exclusiveMinimum": True},
+                 {"exclusiveMinimum": 3}, {"type": "integer"}, {"type": "intger"},
+                 {"items": [{}]}]
+    assert [verdict(schema, i) for i in instances] == [False, True, True, False, True, False,
+                                                       True]
+    for instance in instances:
+        assert accepts(schema, json.dumps(instance)) == verdict(schema, instance), instance
