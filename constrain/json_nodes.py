@@ -27,7 +27,7 @@ import referencing.exceptions
 import referencing.jsonschema
 from jsonschema import Draft202012Validator, FormatChecker, validators
 
-from .errors import ResourceLimitError, SchemaError
+from .errors import ResourceLimitError, SchemaError, UnsupportedSchemaError
 from .recursion_limit import ensure_recursion_limit
 
 __all__ = ["Dialect", "Node", "escape_pointer", "not_json"]
@@ -117,7 +117,7 @@ class Dialect:
         resolver = self._validator._resolver  # jsonschema's own: identical resolution
         return Node(schema, resolver, _base_of(resolver), "#", self)
 
-    def switched(self, schema: Any) -> Dialect:
+    def switched(self, schema: Any, pointer: str) -> Dialect:
         """The dialect of ``schema``, a sub-schema read in this one: its own where it
         declares another ``$schema`` (a 2020-12 document referring to the draft-04
         metaschema reads that metaschema as draft 4, as ``jsonschema`` does), else this."""
@@ -127,6 +127,9 @@ class Dialect:
         cls = validators.validator_for(schema, default=self.validator_class)
         if cls is self.validator_class:
             return self
+        if cls.__name__ == "Draft3Validator":
+            raise UnsupportedSchemaError("$schema", pointer + "/$schema",
+                                         "draft-03 is not supported")
         found = self._switched.get(cls)
         if found is None:
             found = Dialect(cls)
@@ -378,7 +381,7 @@ class Node:
         resolver, base, dialect = self.resolver, self.base, self.dialect
         pointer = self.pointer + "".join("/" + escape_pointer(p) for p in path)
         if isinstance(value, dict) and "$schema" in value:
-            dialect = dialect.switched(value)
+            dialect = dialect.switched(value, pointer)
         # Only a schema with an identifier starts a scope of its own ("id" in drafts 4
         # and 6, "$id" since): asking referencing of every sub-schema cost ~15% of lowering.
         if isinstance(value, dict) and ("$id" in value or "id" in value):
@@ -408,7 +411,7 @@ class Node:
         target = resolved.contents
         resolver = resolved.resolver
         pointer = ref if ref.startswith("#") else urljoin(self.base, ref)
-        dialect = self.dialect.switched(target)
+        dialect = self.dialect.switched(target, pointer)
         if isinstance(target, dict):
             resource = dialect.specification.create_resource(target)
             if isinstance(_resource_id(resource, target, pointer), str):

@@ -457,9 +457,8 @@ class PathTrace:
         :mod:`constrain.json_combinators` merges them. ``None`` where the place is
         conditional otherwise."""
         compiler = self._compiler
-        keywords = compiler.dialect.keywords
         found = {k for n in flat if isinstance(n.schema, dict) for k in _CONDITIONAL
-                 if k in n.schema and k not in n.skip and k in keywords}
+                 if k in n.schema and k not in n.skip and k in n.dialect.keywords}
         if not found:
             return [flat]
         if not found <= _FOLLOWED:

@@ -1784,3 +1784,9 @@ def test_a_resource_in_another_dialect_is_read_in_its_own() -> None:
                                                        True]
     for instance in instances:
         assert accepts(schema, json.dumps(instance)) == verdict(schema, instance), instance
+
+
+def test_a_draft_03_resource_is_refused_where_it_is_reached() -> None:
+    with pytest.raises(UnsupportedSchemaError) as info:
+        schema_to_grammar({"properties": {"a": {"$ref": "http://json-schema.org/draft-03/schema#"}}})
+    assert info.value.keyword == "$schema"
