@@ -487,7 +487,7 @@ class Compiler:
         out: list[tuple[Any, Any]] = []
         if isinstance(value, int) or value == int(value):
             out.append((int(value), integer_spelled(int(value))))
-        if isinstance(value, int) and abs(value) >= 2**53:
+        if isinstance(value, int) and abs(value) >= 2**53 and not _exact_float(value):
             return out  # its float would be another number
         # A Decimal (parse_float=Decimal) is checked as itself: exact decimal semantics.
         out.append((value if isinstance(value, Decimal) else float(value), float_spelled(value)))
@@ -905,6 +905,15 @@ class Compiler:
 
 # Keys on which ECMA-262 and Python's re read every pattern alike.
 _PRINTABLE_ASCII = re.compile("[\x20-\x7e]*")
+
+
+def _exact_float(value: int) -> bool:
+    """Whether a float holds ``value`` exactly (``2**53`` does, ``2**53 + 1`` does not):
+    then ``9007199254740992.0`` parses to a number equal to it."""
+    try:
+        return float(value) == value
+    except OverflowError:
+        return False
 
 
 def _declared_types(node: Node, integer: bool = False) -> set[str] | None:

@@ -87,6 +87,11 @@ CASES: list[tuple[str, Any, list[Any]]] = [
     ("enum-bool-vs-int", {"enum": [1, True]}, [1, True, 1.0, False, 0]),
     ("const-object", {"const": {"x": 1, "y": "z"}}, [{"y": "z", "x": 1}, {"x": 1}, 1]),
     ("const-with-type", {"const": 2, "type": "integer"}, [2, 2.0, 3]),
+    # 2**53 is a float exactly, so its float spelling parses to an equal number; one more
+    # is not (the JSON Schema Test Suite's "float and integers are equal up to 64-bit
+    # representation limits").
+    ("const-2-to-the-53", {"const": 2**53},
+     [2**53, 2**53 - 1, float(2**53), float(2**53 - 1), 2**53 + 1]),
     ("enum-filtered-by-siblings", {"enum": ["a", "bb", "ccc"], "minLength": 2},
      ["a", "bb", "ccc"]),
     ("enum-draft4-integer", {"$schema": D4, "enum": [1, 2.5], "type": "integer"},
