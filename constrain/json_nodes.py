@@ -380,16 +380,18 @@ class Node:
         """The sub-schema ``value`` found at ``path`` below this node."""
         resolver, base, dialect = self.resolver, self.base, self.dialect
         pointer = self.pointer + "".join("/" + escape_pointer(p) for p in path)
-        if isinstance(value, dict) and "$schema" in value:
-            dialect = dialect.switched(value, pointer)
         # Only a schema with an identifier starts a scope of its own ("id" in drafts 4
         # and 6, "$id" since): asking referencing of every sub-schema cost ~15% of lowering.
+        # The identifier is read in the parent's dialect, even where the schema declares
+        # another $schema: jsonschema descends with the parent's specification.
         if isinstance(value, dict) and ("$id" in value or "id" in value):
             resource = dialect.specification.create_resource(value)
             ident = _resource_id(resource, value, pointer)
             if isinstance(ident, str):
                 resolver = resolver.in_subresource(resource)
                 base = urljoin(base, ident)
+        if isinstance(value, dict) and "$schema" in value:
+            dialect = dialect.switched(value, pointer)
         return Node(value, resolver, base, pointer, dialect)
 
     def synthetic(self, value: Any, *path: str | int) -> Node:
@@ -411,11 +413,13 @@ class Node:
         target = resolved.contents
         resolver = resolved.resolver
         pointer = ref if ref.startswith("#") else urljoin(self.base, ref)
-        dialect = self.dialect.switched(target, pointer)
         if isinstance(target, dict):
-            resource = dialect.specification.create_resource(target)
+            # In the referring dialect, as for a child (a remote resource's own identifier
+            # is already its resolver's base).
+            resource = self.dialect.specification.create_resource(target)
             if isinstance(_resource_id(resource, target, pointer), str):
                 resolver = resolver.in_subresource(resource)
+        dialect = self.dialect.switched(target, pointer)
         return Node(target, resolver, _base_of(resolver), pointer, dialect)
 
 

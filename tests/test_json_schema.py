@@ -1795,3 +1795,26 @@ def test_a_draft_03_resource_is_refused_where_it_is_reached() -> None:
     with pytest.raises(UnsupportedSchemaError) as info:
         schema_to_grammar({"properties": {"a": {"$ref": "http://json-schema.org/draft-03/schema#"}}})
     assert info.value.keyword == "$schema"
+
+
+def test_an_embedded_dialect_s_own_identifier_is_read_in_the_parent_s() -> None:
+    """A 2020-12 document whose definition declares draft 4 and an ``id``: ``jsonschema``
+    reads that ``id`` with the parent's dialect (where it is no identifier), so references
+    inside still resolve against the document (MaskBench Github_medium/o44063; they were
+    refused as unresolvable), while the keywords below are read as draft 4."""
+    schema = {
+        "definitions": {"lemon": {
+            "$schema": "http://json-schema.org/draft-04/schema",
+            "id": "schema/lemon",
+            "definitions": {"ripe": {"type": "boolean"}},
+            "properties": {"ripe": {"$ref": "#/definitions/lemon/definitions/ripe"},
+                           "n": {"type": "integer"}},
+            "dependentRequired": {"ripe": ["n"]},  # not a draft-4 keyword: ignored
+        }},
+        "properties": {"lemon": {"$ref": "#/definitions/lemon"}},
+    }
+    instances = [{"lemon": {"ripe": True}}, {"lemon": {"ripe": 1}}, {"lemon": {"n": 1}},
+                 {"lemon": {"n": 1.0}}, {}]
+    assert [verdict(schema, i) for i in instances] == [True, False, True, False, True]
+    for instance in instances:
+        assert accepts(schema, json.dumps(instance)) == verdict(schema, instance), instance
