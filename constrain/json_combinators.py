@@ -46,7 +46,7 @@ from .errors import ResourceLimitError, UnsupportedSchemaError
 from .grammar import NOTHING, Expr, Grammar, alt, intersect
 from .json_arrays import counted_array
 from .json_literals import canonical, json_type
-from .json_nodes import Node
+from .json_nodes import REFERENCES, Node
 from .json_typed import JSON_TYPES, NeedsRegular, Typed
 
 if TYPE_CHECKING:
@@ -66,13 +66,13 @@ _OBJECT_NEUTRAL = frozenset({
     "type", "minLength", "maxLength", "pattern", "format", "minimum", "maximum",
     "exclusiveMinimum", "exclusiveMaximum", "multipleOf", "items", "prefixItems",
     "additionalItems", "minItems", "maxItems", "contains", "minContains", "maxContains",
-    "uniqueItems", "$ref", "allOf"})
+    "uniqueItems", *REFERENCES, "allOf"})
 # Keywords that say nothing about arrays (see _element_schemas).
 _ARRAY_NEUTRAL = frozenset({
     "type", "minLength", "maxLength", "pattern", "format", "minimum", "maximum",
     "exclusiveMinimum", "exclusiveMaximum", "multipleOf", "properties", "required",
     "additionalProperties", "patternProperties", "propertyNames", "minProperties",
-    "maxProperties", "dependentRequired", "dependentSchemas", "dependencies", "$ref",
+    "maxProperties", "dependentRequired", "dependentSchemas", "dependencies", *REFERENCES,
     "allOf"})
 # Object keywords whose failure is a union of plain object schemas (see _failures).
 _FAILURE_KEYWORDS = frozenset({"required", "properties", "dependentRequired", "dependencies",

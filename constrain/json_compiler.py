@@ -62,7 +62,7 @@ from .grammar import (
 from .json_arrays import ArraySpec, array_language, counted_array
 from .json_literals import canonical, float_spelled, integer_spelled, json_type
 from .json_literals import literal as literal_expr
-from .json_nodes import Dialect, Node
+from .json_nodes import REFERENCES, Dialect, Node
 from .json_objects import (
     MAX_REGIONS,
     Member,
@@ -90,9 +90,10 @@ if TYPE_CHECKING:
 
 __all__ = ["SUPPORTED_KEYWORDS", "Compiler"]
 
-_REF_AND_ALL_OF = frozenset({"$ref", "allOf"})
+_IN_PLACE = (*REFERENCES, "allOf")
+_IN_PLACE_SET = frozenset(_IN_PLACE)
 SUPPORTED_KEYWORDS = frozenset({
-    "type", "enum", "const", "$ref", "allOf", "anyOf", "oneOf", "not", "if", "then", "else",
+    "type", "enum", "const", *REFERENCES, "allOf", "anyOf", "oneOf", "not", "if", "then", "else",
     "properties", "required", "additionalProperties", "patternProperties", "propertyNames",
     "minProperties", "maxProperties", "dependentRequired", "dependentSchemas", "dependencies",
     "items", "prefixItems", "additionalItems", "minItems", "maxItems", "contains",
@@ -100,8 +101,8 @@ SUPPORTED_KEYWORDS = frozenset({
     "minimum", "maximum", "exclusiveMinimum", "exclusiveMaximum", "multipleOf",
     "unevaluatedProperties", "unevaluatedItems",
 })
-"""Every asserting keyword the compiler enforces; other asserting keywords of a dialect
-(``$dynamicRef``, ``$recursiveRef``) are refused."""
+"""Every asserting keyword the compiler enforces (each keyword of drafts 4 to 2020-12
+that asserts, ``format`` as far as :mod:`~constrain.json_formats` knows it)."""
 
 _CONTAINER_TYPES = frozenset({"object", "array"})
 """Element types whose values a ``uniqueItems`` guard counts by :func:`has_unbounded_values
@@ -258,6 +259,9 @@ class Compiler:
         trace = vars(self).get("_trace")
         if trace is not None:  # its path nodes are a cycle where the schema recurses
             trace.release(vars(self).get("_unique_plan"))
+        dialect = vars(self).get("dialect")
+        if dialect is not None:
+            dialect.release()
         vars(self).clear()
 
     # -- errors and warnings -----------------------------------------------------------
@@ -392,12 +396,14 @@ class Compiler:
             return self._flatten_into(node.resolve(schema["$ref"]), out, seen)
         # Set operations over the schema's keys at C speed: annotations (title,
         # description...) are most of the keys a schema has.
-        if node.dialect.keywords.intersection(schema).difference(node.skip, _REF_AND_ALL_OF):
+        if node.dialect.keywords.intersection(schema).difference(node.skip, _IN_PLACE_SET):
             # Marked as expanded, so flattening a list that holds it again (after a
             # combinator split) does not bring back the parts split off.
-            out.append(node.without("$ref", "allOf"))
-        if node.has("$ref") and not self._flatten_into(node.resolve(node.get("$ref")), out, seen):
-            return False
+            out.append(node.without(*_IN_PLACE))
+        for keyword in REFERENCES:
+            ref = node.get(keyword)
+            if ref is not None and not self._flatten_into(node.resolve(ref, keyword), out, seen):
+                return False
         return all(self._flatten_into(node.child(sub, "allOf", i), out, seen)
                    for i, sub in enumerate(node.get("allOf", ())))
 

@@ -3,7 +3,9 @@
 A :class:`Node` is one (sub-)schema together with the ``referencing`` resolver in force
 where it sits (so ``$ref`` resolves exactly as ``jsonschema`` resolves it, ``$id`` scopes
 and ``$anchor`` included), its JSON pointer for error messages, and the keywords a
-combinator split has already taken care of. A :class:`Dialect` wraps the ``jsonschema``
+combinator split has already taken care of. Where ``$dynamicRef`` could resolve differently
+by the way a node was reached, the node also carries the part of the dynamic scope that
+decides it (see :meth:`Node.resolve`). A :class:`Dialect` wraps the ``jsonschema``
 validator class of the document: which keywords assert, whether ``$ref`` hides its
 siblings (drafts 4 to 7), and a validator for checking concrete values.
 
@@ -23,6 +25,7 @@ from decimal import Decimal
 from typing import Any, Literal
 from urllib.parse import urljoin
 
+import jsonschema_specifications
 import referencing.exceptions
 import referencing.jsonschema
 from jsonschema import Draft202012Validator, FormatChecker, validators
@@ -30,7 +33,16 @@ from jsonschema import Draft202012Validator, FormatChecker, validators
 from .errors import ResourceLimitError, SchemaError, UnsupportedSchemaError
 from .recursion_limit import ensure_recursion_limit
 
-__all__ = ["Dialect", "Node", "escape_pointer", "not_json"]
+__all__ = ["REFERENCES", "Dialect", "Node", "escape_pointer", "not_json"]
+
+REFERENCES = ("$ref", "$dynamicRef", "$recursiveRef")
+
+_NO_RETRIEVAL: referencing.Registry[Any] = jsonschema_specifications.REGISTRY
+"""The registry validators are given: the metaschemas ``jsonschema`` ships (it adds the
+document's own resources), nothing fetched. Without one, ``jsonschema`` fetches a remote
+``$ref`` over HTTP with no timeout, inside a compile; with any other, it combines it with
+this one at every validator made."""
+"""The keywords that apply the schema they name in place (see :meth:`Node.resolve`)."""
 
 
 def escape_pointer(token: str | int) -> str:
@@ -65,9 +77,7 @@ class Dialect:
         self._validator: Any = None
         self._stripped: dict[Any, dict[str, Any]] = {}
         self._type_only: dict[Any, tuple[str, ...] | None] = {}
-        # The dialects of the document's sub-schemas that declare another $schema, by
-        # validator class, shared by all of them (see switched).
-        self._switched: dict[Any, Dialect] = {}
+        self._document = _Document(self)
 
     @classmethod
     def for_schema(cls, schema: Any, default: Any = Draft202012Validator) -> Dialect:
@@ -113,7 +123,8 @@ class Dialect:
 
     def root(self, schema: Any) -> Node:
         """The root node of ``schema``, with the resolver ``jsonschema`` itself builds."""
-        self._validator = self.validator_class(schema, format_checker=FormatChecker())
+        self._validator = self.validator_class(schema, format_checker=FormatChecker(),
+                                               registry=_NO_RETRIEVAL)
         resolver = self._validator._resolver  # jsonschema's own: identical resolution
         return Node(schema, resolver, _base_of(resolver), "#", self)
 
@@ -130,14 +141,23 @@ class Dialect:
         if cls.__name__ == "Draft3Validator":
             raise UnsupportedSchemaError("$schema", pointer + "/$schema",
                                          "draft-03 is not supported")
-        found = self._switched.get(cls)
+        document = self._document
+        found = document.dialects.get(cls)
         if found is None:
             found = Dialect(cls)
-            found._validator = cls(schema, format_checker=FormatChecker())
-            found._switched = self._switched  # one dialect per class in a document
-            self._switched[cls] = found
-            self._switched.setdefault(self.validator_class, self)
+            found._validator = cls(schema, format_checker=FormatChecker(),
+                                   registry=_NO_RETRIEVAL)
+            found._document = document  # one dialect per class in a document
+            document.add(found)
+            # The first switch is made from the root's dialect: sub-schemas switched
+            # back to its class find it here.
+            document.dialects.setdefault(self.validator_class, self)
         return found
+
+    def release(self) -> None:
+        """Forget the other dialects of the document (they and this one refer to each
+        other once a sub-schema switched: a cycle for the collector)."""
+        self._document.dialects.clear()
 
     def is_valid(self, node: Node, instance: Any) -> bool:
         """Whether ``instance`` validates against ``node`` (formats checked)."""
@@ -332,13 +352,14 @@ class Node:
     pointer: str
     dialect: Dialect = field(repr=False)
     skip: frozenset[str] = _NO_KEYWORDS
+    scope: tuple[str, ...] = ()
     _asserting: frozenset[str] = field(default=_NO_KEYWORDS, repr=False)
 
     # Written out, as the grammar's nodes are: the generated frozen __init__ sets each
     # field through object.__setattr__ by name, and a compile makes a few nodes per
     # property.
     def __init__(self, schema: Any, resolver: Any, base: str, pointer: str, dialect: Dialect,
-                 skip: frozenset[str] = _NO_KEYWORDS) -> None:
+                 skip: frozenset[str] = _NO_KEYWORDS, scope: tuple[str, ...] = ()) -> None:
         setattr_ = object.__setattr__
         setattr_(self, "schema", schema)
         setattr_(self, "resolver", resolver)
@@ -346,15 +367,16 @@ class Node:
         setattr_(self, "pointer", pointer)
         setattr_(self, "dialect", dialect)
         setattr_(self, "skip", skip)
+        setattr_(self, "scope", scope)
         # The keywords get() answers for: the dialect's, less those skipped (none for a
         # boolean schema). Asked ~30 times a property, each a single membership test.
         setattr_(self, "_asserting", (dialect.keywords - skip if skip else dialect.keywords)
                  if isinstance(schema, dict) else _NO_KEYWORDS)
 
     @property
-    def key(self) -> tuple[int, str, frozenset[str]]:
+    def key(self) -> tuple[int, str, frozenset[str], tuple[str, ...]]:
         """Identity of what this node asserts (same sub-schema, scope and skipped keywords)."""
-        return (id(self.schema), self.base, self.skip)
+        return (id(self.schema), self.base, self.skip, self.scope)
 
     def get(self, keyword: str, default: Any = None) -> Any:
         """The value of an asserting ``keyword`` of this node (``default`` when absent,
@@ -374,7 +396,7 @@ class Node:
     def without(self, *keywords: str) -> Node:
         """This node with ``keywords`` marked as handled."""
         return Node(self.schema, self.resolver, self.base, self.pointer, self.dialect,
-                    self.skip | frozenset(keywords))
+                    self.skip | frozenset(keywords), self.scope)
 
     def child(self, value: Any, *path: str | int) -> Node:
         """The sub-schema ``value`` found at ``path`` below this node."""
@@ -392,7 +414,9 @@ class Node:
                 base = urljoin(base, ident)
         if isinstance(value, dict) and "$schema" in value:
             dialect = dialect.switched(value, pointer)
-        return Node(value, resolver, base, pointer, dialect)
+        # A descent never changes the dynamic scope (jsonschema enters a sub-resource
+        # without recording it): only references do.
+        return Node(value, resolver, base, pointer, dialect, scope=self.scope)
 
     def synthetic(self, value: Any, *path: str | int) -> Node:
         """A schema made by the compiler for this node (e.g. a case of ``dependentRequired``);
@@ -400,9 +424,27 @@ class Node:
         return self.child(value, *path)
 
     def resolve(self, ref: str, keyword: str = "$ref") -> Node:
-        """The node ``ref`` points to, in its own scope."""
+        """The node ``ref`` names under ``keyword`` (one of :data:`REFERENCES`), in its own
+        scope, as ``jsonschema`` resolves it.
+
+        ``$dynamicRef`` (and ``$ref`` to a ``$dynamicAnchor``, which ``jsonschema`` resolves
+        the same way) names the outermost resource of the dynamic scope (the resources
+        references passed through) that holds the anchor; draft 2019-09's
+        ``$recursiveRef`` the outermost of the innermost resources in a row that declare
+        ``$recursiveAnchor``. The scope grows with every reference a recursion follows,
+        but what any later resolution reads from it is finite: the resources with a
+        dynamic anchor in the order of their outermost occurrence, and that outermost
+        recursive resource. That is the node's ``scope``, part of its key, so a
+        sub-schema reached under scopes that resolve differently is compiled once per
+        scope, and a recursion meets finitely many. It is empty (nodes are keyed as
+        before) in documents of other dialects and wherever no resource in the scope has
+        such an anchor.
+        """
         try:
-            resolved = self.resolver.lookup(ref)
+            if keyword == "$recursiveRef":
+                resolved = referencing.jsonschema.lookup_recursive_ref(self.resolver)
+            else:
+                resolved = self.resolver.lookup(ref)
         except referencing.exceptions.Unresolvable as e:
             raise SchemaError(f"cannot resolve {keyword} {ref!r}", self.pointer + "/" + keyword,
                               keyword) from e
@@ -412,7 +454,10 @@ class Node:
                               self.pointer + "/" + keyword, keyword) from e
         target = resolved.contents
         resolver = resolved.resolver
-        pointer = ref if ref.startswith("#") else urljoin(self.base, ref)
+        if keyword == "$recursiveRef":
+            pointer = _base_of(resolver) + "#"
+        else:
+            pointer = ref if ref.startswith("#") else urljoin(self.base, ref)
         if isinstance(target, dict):
             # In the referring dialect, as for a child (a remote resource's own identifier
             # is already its resolver's base).
@@ -420,10 +465,94 @@ class Node:
             if isinstance(_resource_id(resource, target, pointer), str):
                 resolver = resolver.in_subresource(resource)
         dialect = self.dialect.switched(target, pointer)
-        return Node(target, resolver, _base_of(resolver), pointer, dialect)
+        document = dialect._document
+        scope = self._dynamic_scope(resolver, document) if document.scoped else ()
+        return Node(target, resolver, _base_of(resolver), pointer, dialect, scope=scope)
 
+    def _dynamic_scope(self, resolver: Any, document: _Document) -> tuple[str, ...]:
+        """What later resolutions read from ``resolver``'s dynamic scope (see
+        :meth:`resolve`): the resources with a dynamic anchor, each at its outermost
+        occurrence, outermost first; then, marked, the outermost of the innermost run of
+        resources with a recursive anchor."""
+        uris = [uri for uri, _ in resolver.dynamic_scope()]  # innermost first
+        if not uris:
+            return ()
+        kept: list[str] = []
+        if document.dynamic:
+            for uri in reversed(uris):
+                if uri not in kept and document.anchors(resolver, uri)[0]:
+                    kept.append(uri)
+        if document.recursive:
+            outermost = None
+            for uri in uris:
+                if not document.anchors(resolver, uri)[1]:
+                    break
+                outermost = uri
+            if outermost is not None:
+                kept.append(_RECURSIVE_MARK + outermost)
+        return tuple(kept)
+
+
+_RECURSIVE_MARK = "\0"  # no URI holds a NUL
 
 _MISSING = object()
+
+
+class _Document:
+    """What the dialects of one document share: the dialect of each validator class its
+    sub-schemas declare (see :meth:`Dialect.switched`), whether any of them has dynamic
+    or recursive references (only then can the dynamic scope matter), and which
+    resources hold such anchors."""
+
+    def __init__(self, root: Dialect) -> None:
+        self.dialects: dict[Any, Dialect] = {}  # filled at the first switch
+        self.dynamic = False
+        self.recursive = False
+        self._anchors: dict[str, tuple[bool, bool]] = {}
+        self._read(root)
+
+    @property
+    def scoped(self) -> bool:
+        return self.dynamic or self.recursive
+
+    def add(self, dialect: Dialect) -> None:
+        self.dialects[dialect.validator_class] = dialect
+        self._read(dialect)
+
+    def _read(self, dialect: Dialect) -> None:
+        # Before any node of the dialect is made: a resource with such an anchor is
+        # entered by a reference, which makes its dialect first.
+        self.dynamic = self.dynamic or "$dynamicRef" in dialect.keywords
+        self.recursive = self.recursive or "$recursiveRef" in dialect.keywords
+
+    def anchors(self, resolver: Any, uri: str) -> tuple[bool, bool]:
+        """Whether the resource at ``uri`` holds a ``$dynamicAnchor``, and whether it
+        declares ``$recursiveAnchor`` (as ``jsonschema`` reads it: at its root)."""
+        found = self._anchors.get(uri)
+        if found is None:
+            try:
+                contents = resolver.lookup(uri).contents
+            except referencing.exceptions.Unresolvable:  # pragma: no cover - was in scope
+                contents = None
+            found = self._anchors[uri] = (
+                _holds_dynamic_anchor(contents),
+                isinstance(contents, dict) and bool(contents.get("$recursiveAnchor")))
+        return found
+
+
+def _holds_dynamic_anchor(contents: Any) -> bool:
+    """Whether a ``$dynamicAnchor`` key occurs anywhere in ``contents`` (one inside an
+    embedded resource or in data only makes scopes finer than they need be)."""
+    stack = [contents]
+    while stack:
+        value = stack.pop()
+        if isinstance(value, dict):
+            if "$dynamicAnchor" in value:
+                return True
+            stack.extend(value.values())
+        elif isinstance(value, list):
+            stack.extend(value)
+    return False
 
 
 def _resource_id(resource: Any, schema: dict[str, Any], pointer: str) -> Any:

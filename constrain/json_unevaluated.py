@@ -4,7 +4,7 @@ to the keywords they amount to.
 Such a keyword applies to the members or items that no other keyword of its schema
 *evaluated*: ``properties``, ``patternProperties``, ``additionalProperties`` (``prefixItems``,
 ``items``, ``contains``...) of the schema itself and of every sub-schema applied in place
-(``$ref``, ``allOf``, ``anyOf``, ``oneOf``, ``if``/``then``/``else``, ``dependentSchemas``) that
+(``$ref``, ``$dynamicRef``, ``allOf``, ``anyOf``, ``oneOf``, ``if``/``then``/``else``, ``dependentSchemas``) that
 *validates*. ``not`` contributes nothing: its sub-schema must fail.
 
 What is evaluated is read from the schema, not the value, where the in-place sub-schemas
@@ -46,7 +46,7 @@ import itertools
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any
 
-from .json_nodes import Node
+from .json_nodes import REFERENCES, Node
 from .json_typed import Typed
 
 if TYPE_CHECKING:
@@ -187,9 +187,10 @@ class Unevaluated:
         asserting = node.dialect.keywords
         present = asserting.intersection(schema)
         cases: list[_Case] = [((), self._own(node, keyword, present, top))]
-        if "$ref" in present:
-            cases = _product(cases, self._cases(node.resolve(schema["$ref"]), keyword, False,
-                                                seen))
+        for reference in REFERENCES:
+            if reference in present:
+                cases = _product(cases, self._cases(node.resolve(schema[reference], reference),
+                                                    keyword, False, seen))
         for i, sub in enumerate(schema.get("allOf", ()) if "allOf" in present else ()):
             cases = _product(cases, self._cases(node.child(sub, "allOf", i), keyword, False,
                                                 seen))

@@ -519,6 +519,8 @@ class PathTrace:
         """The keys ``node`` (a condition) says something of the values of, through its
         ``properties`` and those of its sub-schemas; ``None`` where it may say something
         of others (``additionalProperties``, ``enum``, ``items``, ...)."""
+        from .json_nodes import REFERENCES
+
         keys: set[str] = set()
         todo = [node]
         seen: set[Any] = set()
@@ -541,9 +543,9 @@ class PathTrace:
                 elif keyword in ("dependentSchemas", "dependencies") and isinstance(value, dict):
                     todo.extend(n.child(sub, keyword, name) for name, sub in value.items()
                                 if isinstance(sub, (dict, bool)))
-                elif keyword == "$ref" and isinstance(value, str):
+                elif keyword in REFERENCES and isinstance(value, str):
                     try:
-                        todo.append(n.resolve(value))
+                        todo.append(n.resolve(value, keyword))
                     except SchemaError:
                         return None
                 else:
@@ -612,11 +614,14 @@ _DEAD_END = PathNode()
 
 
 def _sub_nodes(n: Node) -> Iterator[Node]:
-    """Every sub-schema of ``n`` a compiler could lower, and what its ``$ref`` names."""
+    """Every sub-schema of ``n`` a compiler could lower, and what its references name."""
+    from .json_nodes import REFERENCES  # with the nodes: jsonschema is loaded by now
+
     schema = n.schema
-    if "$ref" in schema and isinstance(schema["$ref"], str):
-        with contextlib.suppress(Exception):  # the compiler reports bad references itself
-            yield n.resolve(schema["$ref"])
+    for keyword in REFERENCES:
+        if keyword in schema and isinstance(schema[keyword], str):
+            with contextlib.suppress(Exception):  # the compiler reports bad references
+                yield n.resolve(schema[keyword], keyword)
     for k in _ONE_SUB:
         sub = schema.get(k)
         if isinstance(sub, (dict, bool)):

@@ -723,9 +723,9 @@ def test_arrays_failing_an_items_schema_need_no_regular_stand_in(schema: Any) ->
     # schema's keyword, not the bound it was spelt as.
     pytest.param({"not": {"maxProperties": 10**8}}, "maxProperties", "#/not/maxProperties",
                  id="not-huge-maxProperties"),
-    pytest.param({"$defs": {"m": {"$dynamicAnchor": "meta"}},
-                  "properties": {"a": {"$dynamicRef": "#meta"}}},
-                 "$dynamicRef", "#/properties/a/$dynamicRef", id="dynamicRef"),
+    # A format whose strings have no language here, complemented.
+    pytest.param({"properties": {"a": {"not": {"format": "uri-template"}}}},
+                 "format", "#/properties/a/not/format", id="complemented-format"),
     pytest.param({"$defs": {"o": {"oneOf": [{"patternProperties": {"^a": {"type": "string"}}},
                                             {"required": ["ab"]}]}},
                   "$ref": "#/$defs/o"}, "oneOf", "#/$defs/o/oneOf", id="oneOf-free-form"),
@@ -1716,6 +1716,12 @@ _FREED_SCHEMAS = [
         "kids": {"type": "array", "items": {"$ref": "#/$defs/node"}}}}}},
     # A guard over objects: the automata and masks of their spellings.
     {"type": "array", "uniqueItems": True, "items": {"type": "object"}},
+    # A sub-schema in another dialect: the document's dialects refer to each other.
+    {"properties": {"a": {"$schema": "http://json-schema.org/draft-04/schema#",
+                          "type": "integer"}}},
+    # A dynamic reference under a scope.
+    {"$id": "https://example.com/list", "type": "array",
+     "items": {"$dynamicRef": "#item"}, "$defs": {"item": {"$dynamicAnchor": "item"}}},
 ]
 _FREED_INSTANCES = [
     {"id": 1, "tags": ["x"], "owner": {"site": "s", "login": "l"}, "name": "n"},
@@ -1728,6 +1734,8 @@ _FREED_INSTANCES = [
     {"1": [1, 2], "4": []},
     {"tags": ["a", "b"], "kids": [{"tags": ["a"], "kids": []}]},
     [{"a": 1}, {"a": [1]}, {}],
+    {"a": 3},
+    [1, "x"],
 ]
 # Refused, after the path trace of their uniqueItems was made.
 _FREED_REFUSED = [
@@ -1818,3 +1826,23 @@ def test_an_embedded_dialect_s_own_identifier_is_read_in_the_parent_s() -> None:
     assert [verdict(schema, i) for i in instances] == [True, False, True, False, True]
     for instance in instances:
         assert accepts(schema, json.dumps(instance)) == verdict(schema, instance), instance
+
+
+def test_a_remote_reference_is_refused_without_fetching(monkeypatch: pytest.MonkeyPatch) -> None:
+    """jsonschema, given no registry, fetches a remote ``$ref`` over HTTP (no timeout) in
+    the middle of a compile; the compiler's validators get the shipped metaschemas only."""
+    import urllib.request
+
+    fetched: list[Any] = []
+
+    def offline(*args: Any, **kwargs: Any) -> Any:
+        fetched.append(args)
+        raise OSError("offline")
+
+    monkeypatch.setattr(urllib.request, "urlopen", offline)
+    with pytest.raises(SchemaError, match="cannot resolve") as info:
+        schema_to_grammar({"properties": {"a": {"$ref": "http://example.com/remote.json"}}})
+    assert info.value.pointer == "#/properties/a/$ref"
+    assert fetched == []
+    # The metaschemas jsonschema ships still resolve.
+    assert accepts({"$ref": "http://json-schema.org/draft-04/schema#"}, '{"type": "string"}')

@@ -1,0 +1,190 @@
+"""``$dynamicRef`` (draft 2020-12) and ``$recursiveRef`` (draft 2019-09): references resolved
+in the dynamic scope, as ``jsonschema`` resolves them (:meth:`constrain.json_nodes.Node.resolve`).
+
+Every instance is checked twice: against the verdict written in the table, and against
+``jsonschema``'s. The schemas hold their resources inline (``$defs`` with an ``$id``): no
+remote retrieval.
+"""
+
+from __future__ import annotations
+
+import json
+from typing import Any
+
+import pytest
+from jsonschema import Draft201909Validator, Draft202012Validator, FormatChecker
+
+from constrain.automaton import Automaton
+from constrain.json_nodes import Dialect
+from constrain.json_schema import schema_to_grammar
+
+D2019 = "https://json-schema.org/draft/2019-09/schema"
+
+# A tree whose nodes are the resource that refers to it: the extension below closes the
+# nodes' properties at every depth, through the base's $dynamicRef.
+TREE = {
+    "$id": "https://example.com/tree",
+    "$dynamicAnchor": "node",
+    "type": "object",
+    "properties": {"data": True,
+                   "children": {"type": "array", "items": {"$dynamicRef": "#node"}}},
+}
+STRICT_TREE = {
+    "$id": "https://example.com/strict-tree",
+    "$dynamicAnchor": "node",
+    "$ref": "tree",
+    "unevaluatedProperties": False,
+    "$defs": {"tree": TREE},
+}
+
+# A list whose items are whatever the outermost resource says they are.
+LIST = {
+    "$id": "https://example.com/list",
+    "type": "array",
+    "items": {"$dynamicRef": "#items"},
+    "$defs": {"items": {"$dynamicAnchor": "items"}},
+}
+INTS = {
+    "$id": "https://example.com/ints",
+    "$ref": "list",
+    "$defs": {"items": {"$dynamicAnchor": "items", "type": "integer"}},
+}
+
+# Draft 2019-09: a tree of objects whose leaves are integers, extended to allow strings
+# at every depth.
+RECURSIVE_BASE = {
+    "$id": "https://example.com/base",
+    "$recursiveAnchor": True,
+    "anyOf": [{"type": "integer"},
+              {"type": "object", "additionalProperties": {"$recursiveRef": "#"}}],
+}
+
+# (id, schema, [(instance, valid)]).
+TABLE: list[tuple[str, Any, list[tuple[Any, bool]]]] = [
+    ("strict tree", STRICT_TREE, [
+        ({"children": [{"data": 1}]}, True),
+        ({"children": [{"daat": 1}]}, False),
+        ({"children": [{"children": [{"children": [{"data": [], "x": 0}]}]}]}, False),
+        ({"children": [{"children": [{"children": [{"data": []}]}]}]}, True),
+        ({"daat": 1}, False),
+    ]),
+    ("the base tree alone", {"$defs": {"tree": TREE}, "$ref": "https://example.com/tree"}, [
+        ({"children": [{"daat": 1}]}, True),
+        ({"children": [{"children": 1}]}, False),
+    ]),
+    ("items from the outermost resource", {"$defs": {"list": LIST, "ints": INTS},
+                                          "$ref": "https://example.com/ints"}, [
+        ([1, 2], True),
+        ([1, "x"], False),
+        ([], True),
+    ]),
+    ("one sub-schema under two scopes", {
+        "$id": "https://example.com/root",
+        "$defs": {"list": LIST, "ints": INTS},
+        "properties": {"a": {"$ref": "ints"}, "b": {"$ref": "list"}},
+    }, [
+        ({"a": [1], "b": ["x", None]}, True),
+        ({"a": ["x"]}, False),
+        ({"b": ["x"], "a": [2, 3.5]}, False),
+    ]),
+    ("a dynamic anchor nobody overrides is a plain anchor", {
+        "$id": "https://example.com/plain",
+        "$defs": {"s": {"$dynamicAnchor": "s", "type": "string"}},
+        "type": "array", "items": {"$dynamicRef": "#s"},
+    }, [(["a"], True), ([1], False)]),
+    ("a $dynamicRef to a pointer is a $ref", {
+        "$defs": {"n": {"type": "number"}},
+        "properties": {"x": {"$dynamicRef": "#/$defs/n"}},
+    }, [({"x": 1.5}, True), ({"x": "1.5"}, False)]),
+    ("$recursiveRef with nesting", {
+        "$schema": D2019,
+        "$id": "https://example.com/extended",
+        "$recursiveAnchor": True,
+        "$defs": {"base": RECURSIVE_BASE},
+        "anyOf": [{"type": "string"}, {"$ref": "base"}],
+    }, [
+        ({"a": {"b": "text"}}, True),
+        ({"a": {"b": 1}}, True),
+        ({"a": {"b": None}}, False),
+        ("top", True),
+    ]),
+    ("one recursive sub-schema under two scopes", {
+        "$schema": D2019,
+        "$id": "https://example.com/both",
+        "$defs": {"base": RECURSIVE_BASE, "extended": {
+            "$id": "https://example.com/extended3", "$recursiveAnchor": True,
+            "anyOf": [{"type": "string"}, {"$ref": "base"}]}},
+        "properties": {"a": {"$ref": "extended3"}, "b": {"$ref": "base"}},
+    }, [
+        ({"a": {"x": "s"}, "b": {"y": 1}}, True),
+        ({"a": {"x": {"y": "s"}}}, True),
+        ({"b": {"y": "s"}}, False),
+        ({"b": {"y": {"z": "s"}}}, False),
+    ]),
+    ("$recursiveRef without an outer anchor is a $ref", {
+        "$schema": D2019,
+        "$id": "https://example.com/extended2",
+        "$defs": {"base": RECURSIVE_BASE},
+        "anyOf": [{"type": "string"}, {"$ref": "base"}],
+    }, [
+        ({"a": {"b": 1}}, True),
+        ({"a": {"b": "text"}}, False),
+        ("top", True),
+    ]),
+]
+
+
+def _verdict(schema: Any, instance: Any) -> bool:
+    cls = Draft201909Validator if isinstance(schema, dict) and schema.get(
+        "$schema") == D2019 else Draft202012Validator
+    return bool(cls(schema, format_checker=FormatChecker()).is_valid(instance))
+
+
+@pytest.mark.parametrize(("name", "schema", "cases"), TABLE, ids=[t[0] for t in TABLE])
+def test_table(name: str, schema: Any, cases: list[tuple[Any, bool]]) -> None:
+    automaton = Automaton(schema_to_grammar(schema))
+    for instance, valid in cases:
+        assert _verdict(schema, instance) == valid, ("table disagrees with jsonschema",
+                                                     instance)
+        text = json.dumps(instance).encode()
+        assert automaton.matches(text) == valid, instance
+
+
+def test_scopes_stay_empty_where_no_anchor_can_read_them() -> None:
+    """Documents without dynamic or recursive anchors key their nodes as before: the same
+    definition reached by two references is one node, whatever the references passed."""
+    schema = {"$id": "https://example.com/doc", "$defs": {"a": {"type": "string"}},
+              "properties": {"x": {"$ref": "#/$defs/a"}, "y": {"$ref": "#/$defs/a"}}}
+    root = Dialect.for_schema(schema).root(schema)
+    x = root.child(schema["properties"]["x"], "properties", "x").resolve("#/$defs/a")
+    y = root.child(schema["properties"]["y"], "properties", "y").resolve("#/$defs/a")
+    again = x.resolve("https://example.com/doc#/$defs/a")
+    assert x.scope == y.scope == again.scope == ()
+    assert x.key == y.key == again.key
+
+
+def test_a_scope_names_what_later_resolutions_read() -> None:
+    schema = {"$defs": {"list": LIST, "ints": INTS}, "$ref": "https://example.com/ints"}
+    root = Dialect.for_schema(schema).root(schema)
+    ints = root.resolve("https://example.com/ints")
+    listed = ints.resolve("list")
+    # The list is reached from ints, whose $dynamicAnchor later resolutions read.
+    assert listed.scope == ("https://example.com/ints",)
+    items = listed.child(LIST["items"], "items").resolve("#items", "$dynamicRef")
+    assert items.schema == INTS["$defs"]["items"]
+    # Alone, the list's own anchor is the answer, and its scope is another.
+    alone = root.resolve("https://example.com/list")
+    assert alone.child(LIST["items"], "items").resolve(
+        "#items", "$dynamicRef").schema == LIST["$defs"]["items"]
+    assert alone.scope != listed.scope
+
+
+def test_a_recursion_through_alternating_resources_is_finite() -> None:
+    """Each level of the strict tree passes through both resources again, so the
+    dynamic scope grows without end; the nodes' scopes do not."""
+    automaton = Automaton(schema_to_grammar(STRICT_TREE))
+    deep: Any = {"data": 0}
+    for _ in range(30):
+        deep = {"children": [deep]}
+    assert automaton.matches(json.dumps(deep).encode())
+    assert not automaton.matches(json.dumps({"children": [deep, {"x": 1}]}).encode())
