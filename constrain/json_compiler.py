@@ -160,7 +160,7 @@ class Compiler:
         if self.dialect.name == "Draft3Validator":
             raise UnsupportedSchemaError("$schema", "#", "draft-03 is not supported")
         self.dialect.check_schema(schema)
-        self.root = self.dialect.root(schema)
+        self.root = self.dialect.root(schema, options.resources, default)  # type: ignore[arg-type]
         if options.whitespace_pattern is not None:
             gap = _pattern_gap(options.whitespace_pattern)
         else:

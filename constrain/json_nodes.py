@@ -19,11 +19,13 @@ siblings (drafts 4 to 7), and a validator for checking concrete values.
 
 from __future__ import annotations
 
+import functools
+import json
 import math
 from dataclasses import dataclass, field
 from decimal import Decimal
 from typing import Any, Literal
-from urllib.parse import urljoin
+from urllib.parse import urldefrag, urljoin
 
 import jsonschema_specifications
 import referencing.exceptions
@@ -33,7 +35,7 @@ from jsonschema import Draft202012Validator, FormatChecker, validators
 from .errors import ResourceLimitError, SchemaError, UnsupportedSchemaError
 from .recursion_limit import ensure_recursion_limit
 
-__all__ = ["REFERENCES", "Dialect", "Node", "escape_pointer", "not_json"]
+__all__ = ["REFERENCES", "Dialect", "Node", "escape_pointer", "not_json", "resource_registry"]
 
 REFERENCES = ("$ref", "$dynamicRef", "$recursiveRef")
 
@@ -121,10 +123,20 @@ class Dialect:
         if found is not None:
             raise SchemaError(f"not a JSON value: {found[1]!r}", "#" + found[0])
 
-    def root(self, schema: Any) -> Node:
-        """The root node of ``schema``, with the resolver ``jsonschema`` itself builds."""
+    def root(self, schema: Any, resources: tuple[tuple[str, str], ...] = (),
+             default: Any = Draft202012Validator) -> Node:
+        """The root node of ``schema``, with the resolver ``jsonschema`` itself builds; its
+        references may name the documents of ``resources`` ((absolute URI, JSON text)
+        pairs, read in the dialect of the validator class ``default`` unless they declare
+        one; see :func:`resource_registry`) and the metaschemas ``jsonschema`` ships,
+        nothing else."""
+        if resources:
+            document = self._document
+            document.registry = resource_registry(resources, default)
+            document.unchecked = {uri for uri, _ in resources}
+            document.default = default
         self._validator = self.validator_class(schema, format_checker=FormatChecker(),
-                                               registry=_NO_RETRIEVAL)
+                                               registry=self._document.registry)
         resolver = self._validator._resolver  # jsonschema's own: identical resolution
         return Node(schema, resolver, _base_of(resolver), "#", self)
 
@@ -146,7 +158,7 @@ class Dialect:
         if found is None:
             found = Dialect(cls)
             found._validator = cls(schema, format_checker=FormatChecker(),
-                                   registry=_NO_RETRIEVAL)
+                                   registry=document.registry)
             found._document = document  # one dialect per class in a document
             document.add(found)
             # The first switch is made from the root's dialect: sub-schemas switched
@@ -454,16 +466,12 @@ class Node:
                               self.pointer + "/" + keyword, keyword) from e
         target = resolved.contents
         resolver = resolved.resolver
+        if self.dialect._document.unchecked:
+            self.dialect._document.check_resource(urljoin(self.base, ref), self.resolver)
         if keyword == "$recursiveRef":
             pointer = _base_of(resolver) + "#"
         else:
             pointer = ref if ref.startswith("#") else urljoin(self.base, ref)
-        if isinstance(target, dict):
-            # In the referring dialect, as for a child (a remote resource's own identifier
-            # is already its resolver's base).
-            resource = self.dialect.specification.create_resource(target)
-            if isinstance(_resource_id(resource, target, pointer), str):
-                resolver = resolver.in_subresource(resource)
         dialect = self.dialect.switched(target, pointer)
         document = dialect._document
         scope = self._dynamic_scope(resolver, document) if document.scoped else ()
@@ -506,6 +514,9 @@ class _Document:
 
     def __init__(self, root: Dialect) -> None:
         self.dialects: dict[Any, Dialect] = {}  # filled at the first switch
+        self.registry: referencing.Registry[Any] = _NO_RETRIEVAL
+        self.unchecked: set[str] = set()  # documents given, not yet reached
+        self.default: Any = Draft202012Validator
         self.dynamic = False
         self.recursive = False
         self._anchors: dict[str, tuple[bool, bool]] = {}
@@ -525,6 +536,21 @@ class _Document:
         self.dynamic = self.dynamic or "$dynamicRef" in dialect.keywords
         self.recursive = self.recursive or "$recursiveRef" in dialect.keywords
 
+    def check_resource(self, reference: str, resolver: Any) -> None:
+        """Check the given document ``reference`` (an absolute URI) names against its
+        metaschema, the first time one is reached (only then: one bad document does not
+        fail every schema given it); :class:`SchemaError` with its URI in the pointer."""
+        uri = urldefrag(reference)[0]
+        if uri not in self.unchecked:
+            return
+        self.unchecked.discard(uri)
+        document = resolver.lookup(uri).contents
+        try:
+            dialect = Dialect.for_schema(document, default=self.default)
+            dialect.check_schema(document)
+        except SchemaError as e:
+            raise SchemaError(e.reason, uri + (e.pointer or "#"), e.keyword) from e
+
     def anchors(self, resolver: Any, uri: str) -> tuple[bool, bool]:
         """Whether the resource at ``uri`` holds a ``$dynamicAnchor``, and whether it
         declares ``$recursiveAnchor`` (as ``jsonschema`` reads it: at its root)."""
@@ -538,6 +564,25 @@ class _Document:
                 _holds_dynamic_anchor(contents),
                 isinstance(contents, dict) and bool(contents.get("$recursiveAnchor")))
         return found
+
+
+@functools.lru_cache(maxsize=16)
+def resource_registry(resources: tuple[tuple[str, str], ...],
+                      default: Any) -> referencing.Registry[Any]:
+    """A registry of the documents ``resources`` ((absolute URI, JSON text) pairs, as
+    :class:`~constrain.json_schema.JsonSchemaOptions` keeps them) beside the shipped
+    metaschemas; each is read in the dialect its ``$schema`` declares, else in that of
+    the validator class ``default`` (checked when a reference first reaches it: see
+    :meth:`_Document.check_resource`)."""
+    made = []
+    for uri, text in resources:
+        try:
+            document = json.loads(text)
+        except (json.JSONDecodeError, RecursionError) as e:
+            raise SchemaError(f"the resource is not JSON: {e}", uri) from e
+        dialect = Dialect.for_schema(document, default=default)
+        made.append((uri, dialect.specification.create_resource(document)))
+    return _NO_RETRIEVAL.with_resources(made)
 
 
 def _holds_dynamic_anchor(contents: Any) -> bool:

@@ -38,8 +38,10 @@ escape policy and :mod:`constrain.json_numbers` for number spellings.
 from __future__ import annotations
 
 import json
+from collections.abc import Mapping
 from dataclasses import dataclass
 from typing import Any, Literal
+from urllib.parse import urlsplit
 
 from .errors import SchemaError
 from .grammar import Grammar
@@ -113,6 +115,13 @@ class JsonSchemaOptions:
     many levels of arrays/objects deep: a kept language accepts nothing deeper (sound), a
     removed one accepts any JSON tokens deeper (so its complement stays sound). Values
     nesting at most this deep are exact. 0 refuses such schemas instead.
+
+    ``resources`` (default none): other schema documents a ``$ref`` may name, by absolute
+    URI (``{"https://example.com/address.json": {...}}``), each read in the dialect its
+    own ``$schema`` declares (else ``default_dialect``) and checked against its metaschema
+    at compile. Nothing is ever fetched: a reference to any other document is a
+    :class:`SchemaError`. Stored as ``(uri, JSON text)`` pairs, so options stay hashable
+    and compiles are memoized by the documents' contents.
     """
 
     whitespace: Literal["flexible", "compact"] = "flexible"
@@ -126,8 +135,10 @@ class JsonSchemaOptions:
     max_branch_product: int = 64
     max_unique_values: int = 32
     intersection_depth: int = 8
+    resources: Mapping[str, Any] | tuple[tuple[str, str], ...] = ()
 
     def __post_init__(self) -> None:
+        object.__setattr__(self, "resources", _resource_texts(self.resources))
         if self.whitespace not in ("flexible", "compact"):
             raise ValueError(f"whitespace must be 'flexible' or 'compact', not {self.whitespace!r}")
         if self.max_whitespace < 0:
@@ -141,6 +152,32 @@ class JsonSchemaOptions:
                 self.intersection_depth < 0):
             raise ValueError("max_branch_product must be >= 1; max_unique_values and "
                              "intersection_depth >= 0")
+
+
+def _resource_texts(resources: Any) -> tuple[tuple[str, str], ...]:
+    """``resources`` as sorted (absolute URI, JSON text) pairs (see :class:`JsonSchemaOptions`)."""
+    if isinstance(resources, Mapping):
+        pairs = [(uri, _document_text(uri, document)) for uri, document in resources.items()]
+    elif isinstance(resources, tuple) and all(
+            isinstance(pair, tuple) and len(pair) == 2 and all(isinstance(x, str) for x in pair)
+            for pair in resources):
+        pairs = list(resources)  # already made so (a copy of options)
+    else:
+        raise TypeError("resources must be a mapping of absolute URIs to schema documents")
+    for uri, _ in pairs:
+        if not isinstance(uri, str) or not urlsplit(uri).scheme:
+            raise ValueError(f"a resource needs an absolute URI (with a scheme), not {uri!r}")
+    return tuple(sorted(pairs))
+
+
+def _document_text(uri: Any, document: Any) -> str:
+    if not isinstance(document, (dict, bool)):
+        raise TypeError(f"the resource {uri!r} is not a schema document (a dict or a bool): "
+                         f"{type(document).__name__}")
+    try:
+        return json.dumps(document, allow_nan=False)
+    except (TypeError, ValueError) as e:
+        raise ValueError(f"the resource {uri!r} is not JSON: {e}") from e
 
 
 def schema_to_grammar(schema: Any, options: JsonSchemaOptions | None = None) -> Grammar:
