@@ -126,10 +126,13 @@ def _json_loads(text: str) -> Any:
         ) from e
 
 
-def validate_instance(schema: Mapping[str, Any] | bool, instance: Any) -> None:
+def validate_instance(schema: Mapping[str, Any] | bool, instance: Any,
+                      resources: Mapping[str, Any] | tuple[tuple[str, str], ...] = ()) -> None:
     """Raise :class:`ValidationFailure` (with the JSON path) if ``instance`` breaks ``schema``.
 
     Formats are checked; the draft follows the schema's ``$schema`` (2020-12 by default).
+    ``$ref`` may name the documents of ``resources`` (as
+    :class:`~constrain.json_schema.JsonSchemaOptions` takes them), nothing fetched.
 
     >>> validate_instance({"type": "integer", "minimum": 1}, 0)
     Traceback (most recent call last):
@@ -137,6 +140,10 @@ def validate_instance(schema: Mapping[str, Any] | bool, instance: Any) -> None:
     constrain.errors.ValidationFailure: at $: 0 is less than the minimum of 1
     """
     import jsonschema
+    import referencing.exceptions
+
+    from .json_nodes import resource_registry
+    from .json_schema import resource_texts
 
     cls = jsonschema.validators.validator_for(schema, default=jsonschema.Draft202012Validator)
     try:
@@ -144,8 +151,13 @@ def validate_instance(schema: Mapping[str, Any] | bool, instance: Any) -> None:
     except jsonschema.SchemaError as e:
         raise SchemaError(f"invalid JSON Schema: {e.message}",
                           "/" + "/".join(map(str, e.path))) from e
-    validator = cls(schema, format_checker=cls.FORMAT_CHECKER)
-    error = jsonschema.exceptions.best_match(validator.iter_errors(instance))
+    registry = resource_registry(resource_texts(resources), jsonschema.Draft202012Validator)
+    validator = cls(schema, format_checker=cls.FORMAT_CHECKER, registry=registry)
+    try:
+        error = jsonschema.exceptions.best_match(validator.iter_errors(instance))
+    except referencing.exceptions.Unresolvable as e:
+        raise SchemaError(f"cannot resolve a $ref of the schema: {e} (other documents are "
+                          "given as resources; nothing is fetched)") from e
     if error is not None:
         raise ValidationFailure(f"at {error.json_path}: {error.message}", path=error.json_path)
 
@@ -193,6 +205,25 @@ class OutputSpec:
     spec: Any
     output_type: Any
     schema: dict[str, Any] | None = None
+    resources: tuple[tuple[str, str], ...] = ()
+    """Other schema documents a ``$ref`` may name, as
+    :class:`~constrain.json_schema.JsonSchemaOptions` keeps them (see :meth:`with_options`)."""
+
+    def with_options(self, schema_options: Mapping[str, Any] | None) -> OutputSpec:
+        """This output where ``schema_options`` give ``resources``: its compiles get them
+        anyway; parsing validates against them too.
+
+        >>> spec = output_spec({"$ref": "https://example.com/n.json"}).with_options(
+        ...     {"resources": {"https://example.com/n.json": {"type": "integer"}}})
+        >>> spec.parse("3")
+        3
+        """
+        given = (schema_options or {}).get("resources")
+        if not given or not self.is_json:
+            return self
+        from .json_schema import resource_texts
+
+        return dataclasses.replace(self, resources=resource_texts(given))
 
     @property
     def is_json(self) -> bool:
@@ -249,7 +280,7 @@ class OutputSpec:
             return _json_loads(text) if getattr(tp, "kind", "") == "json" else text
         if self.kind == "schema":
             value = _json_loads(text)
-            validate_instance(self.spec, value)
+            validate_instance(self.spec, value, self.resources)
             return value
         pydantic = _pydantic()
         _json_loads(text)  # syntax errors get the same message (and byte offset) everywhere
@@ -360,7 +391,7 @@ def generate_as(output_type: Any, prompt: str | list[dict[str, str]], *, model: 
     >>> generate_as(Literal["yes", "no"], "Is water wet?")  # doctest: +SKIP
     'yes'
     """
-    spec = output_spec(output_type)
+    spec = output_spec(output_type).with_options(schema_options)
     result = _generate(spec.spec, prompt, model=model, tokenizer=tokenizer,
                        **spec.generation_kwargs(schema_options), **gen_kwargs)
     return spec.parse(result.text, finished=result.finished)

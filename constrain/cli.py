@@ -314,6 +314,7 @@ def cmd_check(args: argparse.Namespace) -> int:
     data = text.encode("utf-8")
     ok = True
     options = {**_EXACT_JSON, **_schema_options(args)} if spec.is_json else {}
+    spec = spec.with_options(options)
     if spec.is_json:
         try:
             json.loads(text)
@@ -359,6 +360,9 @@ def _add_spec_args(p: argparse.ArgumentParser, *, required: bool = True) -> None
                       help="allow keys no schema lists where additionalProperties is absent")
     json.add_argument("--lenient", action="store_true",
                       help="ignore keywords that cannot be enforced (with a warning)")
+    json.add_argument("--resource", action="append", metavar="FILE",
+                      help="another schema document a $ref may name, by the absolute URI of "
+                           "its $id (repeatable; nothing is ever fetched)")
 
 
 _WHITESPACE: dict[str, dict[str, Any]] = {
@@ -379,7 +383,29 @@ def _schema_options(args: argparse.Namespace) -> dict[str, Any]:
         options["strict_additional_properties"] = False
     if args.lenient:
         options["lenient"] = True
+    if args.resource:
+        options["resources"] = _resources(args.resource)
     return options
+
+
+def _resources(files: list[str]) -> dict[str, Any]:
+    """The schema documents of ``--resource`` files, by their ``$id``."""
+    from urllib.parse import urlsplit
+
+    from .extract import load_schema
+
+    found: dict[str, Any] = {}
+    for name in files:
+        document = load_schema(name) if name.lower().endswith(".json") or Path(name).exists() \
+            else None
+        uri = document.get("$id", document.get("id")) if isinstance(document, dict) else None
+        if not isinstance(uri, str) or not urlsplit(uri).scheme:
+            raise CliError(f"--resource {name}: not a schema file whose $id is an absolute "
+                           "URI (the name a $ref gives it)")
+        if uri in found:
+            raise CliError(f"--resource {name}: a second document with the $id {uri}")
+        found[uri] = document
+    return found
 
 
 def _add_cache_args(p: argparse.ArgumentParser) -> None:

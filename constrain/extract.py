@@ -315,7 +315,7 @@ def run_extraction(
     """
     if batch_size < 1:
         raise ValueError("batch_size must be at least 1")
-    spec = api.output_spec(output_type)
+    spec = api.output_spec(output_type).with_options(schema_options)
     if constraint is None:
         gen_kwargs = {**spec.generation_kwargs(schema_options), **gen_kwargs}
     done = done_ids(output, retry_errors=retry_errors)

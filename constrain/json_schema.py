@@ -138,7 +138,7 @@ class JsonSchemaOptions:
     resources: Mapping[str, Any] | tuple[tuple[str, str], ...] = ()
 
     def __post_init__(self) -> None:
-        object.__setattr__(self, "resources", _resource_texts(self.resources))
+        object.__setattr__(self, "resources", resource_texts(self.resources))
         if self.whitespace not in ("flexible", "compact"):
             raise ValueError(f"whitespace must be 'flexible' or 'compact', not {self.whitespace!r}")
         if self.max_whitespace < 0:
@@ -154,8 +154,13 @@ class JsonSchemaOptions:
                              "intersection_depth >= 0")
 
 
-def _resource_texts(resources: Any) -> tuple[tuple[str, str], ...]:
-    """``resources`` as sorted (absolute URI, JSON text) pairs (see :class:`JsonSchemaOptions`)."""
+def resource_texts(resources: Any) -> tuple[tuple[str, str], ...]:
+    """``resources`` as sorted (absolute URI, JSON text) pairs, as :class:`JsonSchemaOptions`
+    keeps them (its field's description says what is accepted).
+
+    >>> resource_texts({"https://example.com/n.json": {"type": "integer"}})
+    (('https://example.com/n.json', '{"type": "integer"}'),)
+    """
     if isinstance(resources, Mapping):
         pairs = [(uri, _document_text(uri, document)) for uri, document in resources.items()]
     elif isinstance(resources, tuple) and all(

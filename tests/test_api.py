@@ -503,3 +503,21 @@ def test_model_generate_as_pydantic_and_tools() -> None:
     box = Toolbox([get_weather])
     call = box.choose("What's the weather in Paris?", max_new_tokens=48)
     assert call.name == "get_weather" and call.result.startswith("20 ")
+
+
+def test_outputs_validate_against_the_resources_their_schema_names() -> None:
+    """A schema whose ``$ref`` names another document: ``schema_options["resources"]``
+    reaches parsing too (``generate_as``, ``extract`` and ``constrain check`` go through
+    ``with_options``), and without it the reference is a typed error, never a fetch."""
+    schema = {"type": "object", "properties": {"n": {"$ref": "https://example.com/n.json"}}}
+    options = {"resources": {"https://example.com/n.json": {"type": "integer", "minimum": 0}}}
+    spec = output_spec(schema).with_options(options)
+    assert spec.parse('{"n": 3}') == {"n": 3}
+    with pytest.raises(ValidationFailure, match=r"\$\.n"):
+        spec.parse('{"n": -1}')
+    assert output_spec(schema).with_options(None).resources == ()
+    with pytest.raises(SchemaError, match="cannot resolve"):
+        output_spec(schema).parse('{"n": 3}')
+    with pytest.raises(SchemaError, match="cannot resolve"):
+        api.validate_instance(schema, {"n": 3})
+    api.validate_instance(schema, {"n": 3}, options["resources"])

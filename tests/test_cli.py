@@ -353,3 +353,26 @@ def test_real_extract_two_records(tmp_path: Path, _model_cache_folder: Path) -> 
     assert all("output" in r or ("error" in r and "raw" in r) for r in rows), rows
     assert any("output" in r for r in rows), rows
     assert "2 records" in proc.stderr and "tokens/s" in proc.stderr
+
+
+def test_check_with_resources(tmp_path: Path, capsys: Any) -> None:
+    """``--resource FILE``: another document a ``$ref`` names, by its ``$id``."""
+    pytest.importorskip("constrain.json_schema")
+    address = _write(tmp_path / "address.json", json.dumps({
+        "$id": "https://example.com/address.json", "type": "object", "required": ["zip"],
+        "properties": {"zip": {"type": "string", "pattern": "^[0-9]{5}$"}}}))
+    person = _write(tmp_path / "person.json", json.dumps({
+        "$id": "https://example.com/person.json", "type": "object",
+        "properties": {"home": {"$ref": "address.json"}}}))
+    check = ["check", "--schema", str(person), "--resource", str(address), "--instance"]
+    assert cli.main([*check, '{"home": {"zip": "12345"}}']) == 0
+    assert "valid" in capsys.readouterr().out
+    assert cli.main([*check, '{"home": {"zip": "1234"}}']) == 1
+    assert "invalid" in capsys.readouterr().out
+    # Without it the reference names nothing given: refused, never fetched.
+    assert cli.main(["check", "--schema", str(person), "--instance", "{}"]) != 0
+    assert "cannot resolve $ref 'address.json'" in capsys.readouterr().err
+    nameless = _write(tmp_path / "nameless.json", json.dumps({"type": "string"}))
+    assert cli.main(["check", "--schema", str(person), "--resource", str(nameless),
+                     "--instance", "{}"]) == cli.EXIT_USAGE
+    assert "absolute URI" in capsys.readouterr().err
