@@ -573,7 +573,9 @@ def resource_registry(resources: tuple[tuple[str, str], ...],
     :class:`~constrain.json_schema.JsonSchemaOptions` keeps them) beside the shipped
     metaschemas; each is read in the dialect its ``$schema`` declares, else in that of
     the validator class ``default`` (checked when a reference first reaches it: see
-    :meth:`_Document.check_resource`)."""
+    :meth:`_Document.check_resource`), except that an identifier that is not a string
+    fails at once, with the document's URI: a lookup of a name no document has reads
+    every identifier of every document."""
     made = []
     for uri, text in resources:
         try:
@@ -581,7 +583,15 @@ def resource_registry(resources: tuple[tuple[str, str], ...],
         except (json.JSONDecodeError, RecursionError) as e:
             raise SchemaError(f"the resource is not JSON: {e}", uri) from e
         dialect = Dialect.for_schema(document, default=default)
-        made.append((uri, dialect.specification.create_resource(document)))
+        resource = dialect.specification.create_resource(document)
+        try:
+            # What a lookup of a name no document has does to every document: one
+            # identifier that is not a string would fail every such lookup, anywhere.
+            referencing.Registry().with_resource(uri, resource).crawl()
+        except (AttributeError, TypeError) as e:
+            raise SchemaError("the resource has an identifier ($id or id) that is not a "
+                              "string", uri) from e
+        made.append((uri, resource))
     return _NO_RETRIEVAL.with_resources(made)
 
 

@@ -1942,3 +1942,8 @@ def test_resources_errors_are_specific() -> None:
     assert info.value.pointer == "https://example.com/address.json#/type"
     schema_to_grammar({"properties": {"t": {"$ref": "https://example.com/tags.json"}}},
                       _with_resources(broken))
+    # Except an identifier that is not a string: every lookup of an unknown name reads it.
+    with pytest.raises(SchemaError) as info:
+        schema_to_grammar(PERSON, _with_resources({**broken, "https://example.com/odd.json": {
+            "$defs": {"x": {"$id": 3}}}}))
+    assert info.value.pointer == "https://example.com/odd.json"
