@@ -83,7 +83,7 @@ _EMPTINESS_BUDGET = AutomatonOptions(max_states=2_000, max_terms=200_000)
 def _same_schema(a: Node, b: Node) -> bool:
     """Whether two sub-schemas surely assert the same: one object in one scope, or equal
     JSON in one dialect with nothing inside that a scope could read differently."""
-    if a.schema is b.schema and a.base == b.base:
+    if a.schema is b.schema and a.base == b.base and a.scope == b.scope:
         return True
     return (a.dialect is b.dialect and a.schema == b.schema
             and not _scoped(a.schema))

@@ -166,7 +166,7 @@ class Unevaluated:
                 return {"prefixItems": [True] * prefix, "items": rest_items}
             return {"items": [True] * prefix, "additionalItems": rest_items}
 
-        if any(n.base != node.base for n in evaluated.contains):
+        if any(n.base != node.base or n.scope != node.scope for n in evaluated.contains):
             # A contains schema from another resource would resolve its references here.
             self.c.refuse(keyword, f"{node.pointer}/{keyword}",
                           "a contains it depends on is in another schema resource")
