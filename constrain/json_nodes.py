@@ -38,13 +38,13 @@ from .recursion_limit import ensure_recursion_limit
 __all__ = ["REFERENCES", "Dialect", "Node", "escape_pointer", "not_json", "resource_registry"]
 
 REFERENCES = ("$ref", "$dynamicRef", "$recursiveRef")
+"""The keywords that apply the schema they name in place (see :meth:`Node.resolve`)."""
 
 _NO_RETRIEVAL: referencing.Registry[Any] = jsonschema_specifications.REGISTRY
 """The registry validators are given: the metaschemas ``jsonschema`` ships (it adds the
 document's own resources), nothing fetched. Without one, ``jsonschema`` fetches a remote
 ``$ref`` over HTTP with no timeout, inside a compile; with any other, it combines it with
 this one at every validator made."""
-"""The keywords that apply the schema they name in place (see :meth:`Node.resolve`)."""
 
 
 def escape_pointer(token: str | int) -> str:
