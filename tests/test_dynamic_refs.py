@@ -247,3 +247,53 @@ def test_random_dynamic_scopes_against_jsonschema() -> None:
             compared += 1
             rejected += not valid
     assert compared == 900 and 100 < rejected < 800  # both verdicts were asked for
+
+
+def _random_recursive_document(rng: random.Random) -> dict[str, Any]:
+    """Draft 2019-09 resources r0..r{n-1}: each a leaf type or an object whose ``rec``
+    is ``$recursiveRef: "#"`` and whose ``next``/``other`` refer to other resources; some
+    declare ``$recursiveAnchor``."""
+    n = rng.randint(2, 4)
+    resources: dict[str, Any] = {}
+    for i in range(n):
+        properties: dict[str, Any] = {"rec": {"$recursiveRef": "#"}}
+        for key in ("next", "other"):
+            if rng.random() < 0.7:
+                properties[key] = {"$ref": f"r{rng.randrange(n)}"}
+        resource: dict[str, Any] = {
+            "$id": f"https://example.com/q{i}",
+            "anyOf": [rng.choice(_LEAVES[:3]), {"type": "object", "properties": properties}]}
+        if i > 0 and rng.random() < 0.7:  # not r0, where every path starts
+            resource["$recursiveAnchor"] = True
+        resources[f"r{i}"] = resource
+    # The $ids are q<i> and the references r<i>: the references go through the $defs.
+    for resource in resources.values():
+        for key in ("next", "other"):
+            ref = resource["anyOf"][1]["properties"].get(key)
+            if ref is not None:
+                ref["$ref"] = "q" + ref["$ref"][1:]
+    return {"$schema": D2019, "$defs": resources, "$ref": "https://example.com/q0"}
+
+
+def _random_recursive_instance(rng: random.Random, depth: int = 0) -> Any:
+    if depth >= 4 or (depth > 1 and rng.random() < 0.4):
+        return rng.choice(_SCALARS)
+    return {key: _random_recursive_instance(rng, depth + 1)
+            for key in ("rec", "next", "other") if rng.random() < 0.5}
+
+
+def test_random_recursive_scopes_against_jsonschema() -> None:
+    rng = random.Random(11)
+    compared = rejected = 0
+    for _ in range(60):
+        document = _random_recursive_document(rng)
+        automaton = Automaton(schema_to_grammar(document))
+        validator = Draft201909Validator(document)
+        for _ in range(15):
+            instance = _random_recursive_instance(rng)
+            valid = validator.is_valid(instance)
+            assert automaton.matches(json.dumps(instance).encode()) == valid, (document,
+                                                                                instance)
+            compared += 1
+            rejected += not valid
+    assert compared == 900 and 100 < rejected < 800  # both verdicts were asked for
