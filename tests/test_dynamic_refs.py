@@ -258,7 +258,9 @@ def _random_recursive_document(rng: random.Random) -> dict[str, Any]:
     for i in range(n):
         properties: dict[str, Any] = {"rec": {"$recursiveRef": "#"}}
         for key in ("next", "other"):
-            if rng.random() < 0.7:
+            if i == 0:  # every path starts at r0: two ways on from it
+                properties[key] = {"$ref": f"r{rng.randrange(1, n)}"}
+            elif rng.random() < 0.7:
                 properties[key] = {"$ref": f"r{rng.randrange(n)}"}
         resource: dict[str, Any] = {
             "$id": f"https://example.com/q{i}",
