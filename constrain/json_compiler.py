@@ -484,12 +484,18 @@ class Compiler:
         """(parsed variant, its texts): a number's integer and float spellings parse to
         different Python types, which ``jsonschema`` may treat differently. Numbers inside
         an array or object take every spelling of their value from draft 6 on (``[0]``
-        for ``[0.0]``): there no keyword tells ``1`` from ``1.0``; draft 4's ``integer``
-        does, so there they keep their own type's spellings."""
+        for ``[0.0]``): there no keyword tells ``1`` from ``1.0``. Draft 4's ``integer``
+        does, so there each mix of integer and float types of the integral numbers inside
+        is a variant of its own, checked like the others (``[0.0]`` equals ``[0]`` for
+        ``enum`` and fails ``items: {"type": "integer"}``); past
+        :data:`_MAX_TYPE_VARIANTS` mixes, only the value's own types."""
         if isinstance(value, bool) or not isinstance(value, (int, float, Decimal)):
-            by_value = isinstance(value, (list, dict)) and dialect.name not in (
-                "Draft3Validator", "Draft4Validator")
-            return [(value, literal_expr(self.syn, value, all_spellings=by_value))]
+            if not isinstance(value, (list, dict)):
+                return [(value, literal_expr(self.syn, value))]
+            if dialect.integer_floats:
+                return [(value, literal_expr(self.syn, value, all_spellings=True))]
+            variants = _type_variants(value, _MAX_TYPE_VARIANTS) or [value]
+            return [(v, literal_expr(self.syn, v, all_spellings=False)) for v in variants]
         out: list[tuple[Any, Any]] = []
         if isinstance(value, int) or value == int(value):
             out.append((int(value), integer_spelled(int(value))))
@@ -911,6 +917,35 @@ class Compiler:
 
 # Keys on which ECMA-262 and Python's re read every pattern alike.
 _PRINTABLE_ASCII = re.compile("[\x20-\x7e]*")
+
+
+_MAX_TYPE_VARIANTS = 64
+
+
+def _type_variants(value: Any, limit: int) -> list[Any] | None:
+    """``value`` with each integral number inside as an ``int`` and as a ``float``, every
+    mix (the value itself among them); ``None`` past ``limit`` mixes.
+
+    >>> _type_variants([0, "a", 1.0], 8)
+    [[0, 'a', 1], [0, 'a', 1.0], [0.0, 'a', 1], [0.0, 'a', 1.0]]
+    """
+    if isinstance(value, bool) or value is None or isinstance(value, (str, Decimal)):
+        return [value]
+    if isinstance(value, (int, float)):
+        integral = isinstance(value, int) or value.is_integer()
+        if integral and (abs(value) < 2**53 or _exact_float(int(value))):
+            return [int(value), float(value)]
+        return [value]
+    items = list(value.items()) if isinstance(value, dict) else [(None, v) for v in value]
+    mixes: list[list[Any]] = [[]]
+    for _, item in items:
+        inner = _type_variants(item, limit)
+        if inner is None or len(mixes) * len(inner) > limit:
+            return None
+        mixes = [mix + [v] for mix in mixes for v in inner]
+    if isinstance(value, dict):
+        return [dict(zip(value, mix)) for mix in mixes]
+    return mixes
 
 
 def _exact_float(value: int) -> bool:
