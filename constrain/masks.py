@@ -342,7 +342,8 @@ class TokenMasks:
         each new mask is one walk of the trie. True when it did."""
         if not self.automaton.build_all(limit):
             return False
-        self._ensure_loop_info(np.arange(1, self.automaton.num_states))
+        # Every state is new and has its row: no filtering of the known ones first.
+        self._learn_loops(np.arange(1, self.automaton.num_states), self.automaton.table)
         return True
 
     def precompute(self, seconds: float) -> int:
@@ -871,7 +872,8 @@ class TokenMasks:
                 for state in set(unknown.tolist()):
                     self._learn_loop(state)
             else:
-                self._learn_loops(np.unique(unknown))
+                unknown = np.unique(unknown)
+                self._learn_loops(unknown, self.automaton.rows_for(unknown))
             # Loop checks may have built new states; the kernel indexes these arrays by state.
             self._sync(None)
 
@@ -888,16 +890,14 @@ class TokenMasks:
             ascii_bits = int.from_bytes(np.packbits(loops, bitorder="little").tobytes(), "little")
         self._settle_loop(state, ascii_bits)
 
-    def _learn_loops(self, states: np.ndarray) -> None:
-        """:meth:`_learn_loop` for many distinct states at once (a whole small automaton):
-        which ASCII bytes loop back is one comparison over all their rows."""
-        table = self.automaton.rows_for(states)
+    def _learn_loops(self, states: np.ndarray, table: np.ndarray) -> None:
+        """:meth:`_learn_loop` for many distinct states at once (a whole small automaton),
+        whose rows ``table`` holds: which ASCII bytes loop back is one comparison over all
+        their rows."""
         loops = table[states, :128] == states[:, None]
-        halves = np.packbits(loops, axis=1, bitorder="little").view("<u8")
-        looping = loops.any(axis=1).tolist()
-        learnt = [self._loop_facts(state, int(halves[i, 0]) | int(halves[i, 1]) << 64
-                                   if looping[i] else 0)
-                  for i, state in enumerate(states.tolist())]
+        halves = np.packbits(loops, axis=1, bitorder="little").view("<u8").tolist()
+        learnt = [self._loop_facts(state, low | high << 64)
+                  for (low, high), state in zip(halves, states.tolist())]
         # Stored at once (a whole small automaton: per-state numpy stores cost more).
         self._sync(None)
         lo, hi, utf8, budget = zip(*learnt)
