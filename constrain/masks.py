@@ -116,11 +116,12 @@ class TokenMasks:
         # whether every non-ASCII character may be in the run too, how many characters the
         # run may have, and whether this was computed yet. A subtree whose every suffix is
         # such a run is allowed whole.
-        self._loop_lo = np.zeros(0, dtype=np.uint64)
-        self._loop_hi = np.zeros(0, dtype=np.uint64)
-        self._loop_utf8 = np.zeros(0, dtype=bool)
-        self._loop_budget = np.zeros(0, dtype=np.int32)  # characters it may consume so
-        self._loop_known = np.zeros(0, dtype=bool)
+        # Made with room for a small automaton's states, which then never grow them.
+        self._loop_lo = np.zeros(_LOOP_CAPACITY, dtype=np.uint64)
+        self._loop_hi = np.zeros(_LOOP_CAPACITY, dtype=np.uint64)
+        self._loop_utf8 = np.zeros(_LOOP_CAPACITY, dtype=bool)
+        self._loop_budget = np.zeros(_LOOP_CAPACITY, dtype=np.int32)  # characters it may consume so
+        self._loop_known = np.zeros(_LOOP_CAPACITY, dtype=bool)
         self.use_compiled = walk_kernel.available() if use_compiled is None else use_compiled
         # A loop plan costs a walk of most of the trie (~8 ms for a JSON string's
         # characters on a 151k vocabulary) and depends on the character class alone:
@@ -854,7 +855,7 @@ class TokenMasks:
 
     def _ensure_loop_capacity(self, size: int) -> None:
         if len(self._loop_known) < size:
-            grow = max(size, 2 * len(self._loop_known), 64) - len(self._loop_known)
+            grow = max(size, 2 * len(self._loop_known)) - len(self._loop_known)
             self._loop_lo = np.concatenate([self._loop_lo, np.zeros(grow, np.uint64)])
             self._loop_hi = np.concatenate([self._loop_hi, np.zeros(grow, np.uint64)])
             self._loop_utf8 = np.concatenate([self._loop_utf8, np.zeros(grow, bool)])
@@ -947,6 +948,8 @@ class TokenMasks:
 
 
 _LOW64 = (1 << 64) - 1
+# States the per-state loop arrays have room for at first (they double past it).
+_LOOP_CAPACITY = 64
 # Masks made by the first kernel call when a small automaton's are made ahead; each
 # call's pace sizes the next.
 _FIRST_BATCH = 2
