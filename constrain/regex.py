@@ -895,6 +895,12 @@ class _Parser:
         return "group", parts
 
     def repeat(self, parts: list[_Part], lo: int, hi: int | None, pos: int) -> list[_Part]:
+        if len(parts) == 1:
+            only = parts[0]
+            if not (only.start or only.end or only.lazy or only.empty):
+                # The common case (no anchor or lookahead, iterations that consume): the
+                # plain repeat the general path below ends with, without its checks.
+                return _plain(repeat(alt(only.expr()), lo, hi))
         counted = lo <= 1 or not any(_nullable(seq(*v.body)) for v in parts  # type: ignore[arg-type]
                                      if not v.lazy)
         if (any(v.end for v in parts) and not any(v.start for v in parts) and hi != 1
