@@ -130,10 +130,9 @@ def run_profile(trie: TokenTrie, size: int, dfa: np.ndarray, words: int,
     token_copies = np.zeros(size, dtype=np.int32)
     token_ends = np.full(size, BREAKS, dtype=np.int8)
     if walk_kernel.available() if compiled is None else compiled:
-        from ._walk_numba import _read_copies
-
-        _read_copies(dfa, trie.string_data, trie.string_offsets, trie.string_token,
-                     trie.dup_ptr, trie.dup_token, token_copies, token_ends)
+        walk_kernel.kernels()._read_copies(
+            dfa, trie.string_data, trie.string_offsets, trie.string_token,
+            trie.dup_ptr, trie.dup_token, token_copies, token_ends)
     else:
         _read_copies_numpy(dfa, trie, token_copies, token_ends)
     token_copies.flags.writeable = False

@@ -360,7 +360,8 @@ class TokenMasks:
             if time.perf_counter() > deadline:
                 break
             self.mask(state)
-        self._keep_within_budget()
+        if self._entries() >= self._next_measure:  # as mask() does for its own
+            self._keep_within_budget()
         return len(self._masks)
 
     def _precompute_whole(self, states: range, deadline: float) -> list[int]:
@@ -386,21 +387,25 @@ class TokenMasks:
                 began = time.perf_counter()
                 if began > deadline:
                     return left + batch[first:]
-                chunk = np.array(batch[first:first + size], dtype=np.int64)
+                chunk = batch[first:first + size]
                 first += len(chunk)
                 self._sync(None)
                 words = np.zeros((len(chunk), self.words), dtype=np.uint32)
                 done = walk.whole(automaton.table, self._loop_arrays(), chunk, words)
                 # Whole arrays at once: per-state numpy calls cost more than a small
-                # regex's walk. Each mask is a read-only row of the batch's array.
+                # regex's walk. Each mask is a read-only row of the batch's array; EOS
+                # is set in the few words that hold EOS ids, not over whole rows.
                 packed = words[:done].view(np.int32)
-                ending = automaton.accepting_flags()[chunk[:done]]
-                if ending.any():
-                    packed[ending] |= self._eos_words
+                ending = [i for i, state in enumerate(chunk[:done])
+                          if automaton.is_accepting(state)]
+                if ending:
+                    eos = self._eos_words
+                    for word in np.flatnonzero(eos).tolist():
+                        packed[ending, word] |= eos[word]
                 packed.flags.writeable = False
-                for row, state in zip(packed, chunk[:done].tolist()):
+                for row, state in zip(packed, chunk[:done]):
                     self._masks[state] = row
-                left.extend(chunk[done:].tolist())
+                left.extend(chunk[done:])
                 # As many as the time left allows at the pace so far, at most eight times
                 # as many as before: a state looping through most of the vocabulary
                 # (``[a-z]+( [a-z]+)*``) walks ~0.3 ms, one of ``[0-9]{4}`` ~3 µs, so

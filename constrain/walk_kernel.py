@@ -31,7 +31,19 @@ _HAVE_NUMBA = importlib.util.find_spec("numba") is not None
 
 
 _local = threading.local()
-_kernel: Any = None  # the numba function, once imported
+_compiled: Any = None  # the module of numba functions, once imported
+
+
+def kernels() -> Any:
+    """:mod:`constrain._walk_numba`, imported on the first walk (numba is slow to
+    import); kept here, since an import statement at every call cost ~10 µs of a small
+    regex's compile right after a collection."""
+    global _compiled
+    if _compiled is None:
+        from . import _walk_numba
+
+        _compiled = _walk_numba
+    return _compiled
 
 # Subtrees with at most this many strings are walked rather than summarized.
 SMALL_SUBTREE = 32
@@ -118,23 +130,21 @@ class TrieWalk:
         """Continue from the ``count`` pairs the previous call returned as pending."""
         return self._run(rows, loops, -1, count, words, 1, exits)
 
-    def whole(self, rows: np.ndarray, loops: tuple[np.ndarray, ...], states: np.ndarray,
+    def whole(self, rows: np.ndarray, loops: tuple[np.ndarray, ...], states: list[int],
               masks: np.ndarray) -> int:
         """What :meth:`start` does for each of ``states``, into the matching uint32 row
         of ``masks``, in one kernel call (without exits); returns how many were walked to
         the end. The walk of the next one stopped at a row or a loop not known yet, and
         its row of ``masks`` is partial."""
-        from ._walk_numba import _walk_states
-
-        kernel: Any = _walk_states  # numba's stubs cap the arguments of a call
-
-        if len(states) and int(states.max()) >= len(rows):
+        kernel = kernels()._walk_states
+        # A list, checked in Python: the numpy calls cost more than a small regex's walk.
+        if states and max(states) >= len(rows):
             raise IndexError("trie walk started from a state the row table does not hold")
-        seed_lo = np.full(len(states), -1, dtype=np.int64)  # -1: from every root
-        seed_hi = np.full(len(states), -1, dtype=np.int64)
+        bounds = np.full((2, len(states)), -1, dtype=np.int64)  # -1: from every root
+        seed_lo, seed_hi = bounds
         seeds: list[np.ndarray] = []
         filled = 0
-        for i, state in enumerate(states.tolist()):
+        for i, state in enumerate(states):
             if self_looping(rows, loops, state):
                 allowed, loop_exits = self.loop_plan(
                     int(loops[0][state]), int(loops[1][state]), bool(loops[2][state]),
@@ -148,9 +158,9 @@ class TrieWalk:
         seed_nodes = np.concatenate(seeds) if seeds else _NO_SEEDS
         stack_nodes, stack_states, pending_nodes, pending_states, exit_nodes = self._buffers()
         return int(kernel(rows, *loops, *self._nodes, stack_nodes, stack_states,
-                                self._num_roots, *self._strings, states, seed_lo, seed_hi, seed_nodes,
-                                masks, pending_nodes, pending_states, _NO_ACCEPTING,
-                                exit_nodes))
+                          self._num_roots, *self._strings, np.array(states, dtype=np.int64),
+                          seed_lo, seed_hi, seed_nodes, masks, pending_nodes, pending_states,
+                          _NO_ACCEPTING, exit_nodes))
 
     def text(self, table: Any, items: np.ndarray, first: int, seeds: np.ndarray | None,
              words: np.ndarray) -> np.ndarray:
@@ -159,9 +169,7 @@ class TrieWalk:
         root (``seeds`` ``None``) or at ``seeds``, setting in ``words`` every token read
         within the text; returns the nodes with children where the whole text is read
         (a new array)."""
-        from ._walk_numba import _text_walk
-
-        kernel: Any = _text_walk  # numba's stubs cap the arguments of a call
+        kernel = kernels()._text_walk
         stack_nodes, stack_states, stack_items, _, ends = self._buffers()
         flat = self.flat
         n = kernel(
@@ -183,12 +191,10 @@ class TrieWalk:
         key = (ascii_lo, ascii_hi, non_ascii, words)
         found = self._loop_plans.get(key)
         if found is None:
-            from ._walk_numba import _loop_plan
-
             flat = self.flat
             allowed = np.zeros(words, dtype=np.uint32)
             exits = np.empty(flat.num_nodes, dtype=np.int64)
-            n = _loop_plan(
+            n = kernels()._loop_plan(
                 np.uint64(ascii_lo), np.uint64(ascii_hi), non_ascii, UTF8_STEP,
                 flat.byte, flat.terminal, flat.child_lo, flat.child_hi, flat.start, flat.end,
                 flat.utf8_state, flat.suffix_lo, flat.suffix_hi, flat.suffix_non_ascii,
@@ -204,12 +210,7 @@ class TrieWalk:
     def _run(self, rows: np.ndarray, loops: tuple[np.ndarray, ...], state: int, count: int,
              words: np.ndarray, flip: int,
              exits: Exits | None) -> tuple[np.ndarray, np.ndarray]:
-        global _kernel
-        kernel = _kernel
-        if kernel is None:
-            from ._walk_numba import _walk  # imported on first use: numba is slow to import
-
-            kernel = _kernel = _walk
+        kernel = kernels()._walk
         buffers = self._buffers()
         if flip:  # the previous round's pending pairs become this round's stack
             buffers[0], buffers[1], buffers[2], buffers[3] = (

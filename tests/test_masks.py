@@ -306,9 +306,9 @@ def test_masks_made_ahead_in_batches_equal_brute_force(
     batched: list[int] = []
     whole = walk_kernel.TrieWalk.whole
 
-    def counting(self: Any, rows: Any, loops: Any, states: np.ndarray, words: Any) -> int:
+    def counting(self: Any, rows: Any, loops: Any, states: list[int], words: Any) -> int:
         done = whole(self, rows, loops, states, words)
-        batched.extend(states[:done].tolist())
+        batched.extend(states[:done])
         return done
 
     monkeypatch.setattr(walk_kernel.TrieWalk, "whole", counting)
