@@ -1238,6 +1238,10 @@ class TermStore:
         # of ``item`` one after the other) the state ``item`` reaches again before it
         # ends must be another one, or a copy would be counted where none ended. Without
         # ``open_ends`` a string that may end and go on makes it ``None``.
+        if self._longer_than(item, limit):
+            # Its longest string alone passes through more states than that: deriving
+            # an enum of hundreds of strings found so ~8 ms a time.
+            return None
         index = {} if ended == 0 else {item: 0}
         order = [item]
         states: list[list[tuple[int, int]]] = []
@@ -1265,6 +1269,40 @@ class TermStore:
                 moves.append((bits, target))
             states.append(moves)
         return states, ends
+
+    def _longer_than(self, term: int, length: int) -> bool:
+        """Whether ``term`` is plain (see :meth:`is_plain`) and finite, and has a string of
+        more than ``length`` bytes. A DFA of such a language has more than ``length``
+        states: after each proper prefix of its longest string, what may follow is a
+        different language (its longest string is shorter by one byte each time)."""
+        if self._unbounded_flag[term] or not self.is_plain(term):
+            return False
+        return self._longest(term, length) > length
+
+    def _longest(self, term: int, length: int) -> int:
+        """The byte length of the longest string of a plain finite ``term``, or any number
+        above ``length`` once it is known to be longer."""
+        kind, args = self._kind, self._args
+        total = 0
+        while kind[term] == _SEQ:  # down the right spine: as deep as it is long
+            head, term = cast("tuple[int, int]", args[term])
+            total += self._longest(head, length - total)
+            if total > length:
+                return total
+        found = kind[term]
+        if found == _BYTES:
+            return total + 1
+        if found == _ALT:
+            most = 0
+            for member in cast("tuple[int, ...]", args[term]):
+                most = max(most, self._longest(member, length - total))
+                if total + most > length:
+                    break
+            return total + most
+        if found == _REP:
+            item, _, copies = cast("tuple[int, int, int]", args[term])  # finite: a number
+            return total + copies * self._longest(item, length - total)
+        return total  # EPS
 
     def single_characters(self, term: int) -> tuple[int, bool]:
         """ASCII bytes that are, alone, a match of ``term``; and whether every valid

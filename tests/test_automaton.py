@@ -1739,3 +1739,37 @@ def test_a_token_inside_a_head_steps_to_the_same_language() -> None:
     words = [b"ab;", b"zzab;", b"abab;", b"qab;", b"abc;x;", b"zabc;x;", b"abcab;"]
     texts = words + _mutations(words, b"abcxz;", 40, seed=5)
     _steps_in_heads(overlapping, texts, seed=1)
+
+
+def _item_automaton_derived_whole(store: TermStore, item: int, limit: int) -> object:
+    """``item_automaton`` with its shortcut off: every state derived until the limit."""
+    original = TermStore._longer_than
+    TermStore._longer_than = lambda *_: False  # type: ignore[method-assign]
+    try:
+        return store.item_automaton(item, limit)
+    finally:
+        TermStore._longer_than = original  # type: ignore[method-assign]
+
+
+def test_item_automaton_refuses_a_long_finite_item_without_deriving_it() -> None:
+    """A finite item whose longest string has more bytes than the automaton may have
+    states is refused before any derivative (its automaton has a state per byte of that
+    string); one whose longest string fits is built as before."""
+    store = TermStore()
+    quote, a, b = (store.byte_set([c]) for c in b'"ab')
+    def quoted(text: bytes) -> int:
+        return store.seq_all([quote, *(a if c == ord("a") else b for c in text), quote])
+    fits = store.alt([quoted(b"a" * 30), quoted(b"b")])  # 32 bytes: 32 states
+    too_long = store.alt([quoted(b"ab"), quoted(b"b" * 31)])  # 33 bytes
+    derived = len(store._derivatives)
+    assert store.item_automaton(too_long, 32) is None
+    assert len(store._derivatives) == derived  # refused up front
+    assert _item_automaton_derived_whole(store, too_long, 32) is None  # the same answer
+    found = store.item_automaton(fits, 32)
+    assert found is not None and len(found[0]) == 32
+    assert found == _item_automaton_derived_whole(store, fits, 32)
+    # A repeat of it is infinite: no length says anything, the states are derived.
+    assert store._longer_than(store.repeat(too_long, 0, None), 32) is False
+    assert store._longer_than(store.repeat(quoted(b"ab"), 0, 8), 32) is False  # 8 x 4 bytes
+    assert store._longer_than(store.repeat(quoted(b"ab"), 0, 9), 32) is True
+
