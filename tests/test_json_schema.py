@@ -1963,3 +1963,30 @@ def test_resources_errors_are_specific() -> None:
         schema_to_grammar(PERSON, _with_resources({**broken, "https://example.com/odd.json": {
             "$defs": {"x": {"$id": 3}}}}))
     assert info.value.pointer == "https://example.com/odd.json"
+
+
+def test_string_enum_is_one_tree_over_its_characters() -> None:
+    """A string ``enum`` is lowered as one tree over its values' characters (as an
+    object's keys are), not a union of whole spellings, and means what each value's
+    every JSON spelling means: escapes, surrogates, the empty string, a value that is a
+    prefix of another."""
+    values = ["", "a", "ab", "\ud800", "a\udfffb", "é", "\x00", "\n", '"', "\\", "\u2028",
+              "😀", "IAB1", "IAB1-1", 3, None]
+    schema = {"enum": values}
+    accepted = ['""', '"a"', '"ab"', '"\\ud800"', '"\\uD800"', '"a\\udfffb"', '"é"', '"\\u00e9"',
+                '"\\u0000"', '"\\n"', '"\\u000a"', '"\\""', '"\\u0022"', '"\\\\"', '"\u2028"',
+                '"\\u2028"', '"😀"', '"\\ud83d\\ude00"', '"IAB1"', '"\\u0049AB1"', '"IAB1-1"',
+                "3", "null"]
+    refused = ['"abc"', '"b"', '"IAB"', '"IAB1-"', '"\\/"', '"\\ud83d"', "4", '"3"', '"null"']
+    for text in accepted:
+        assert accepts(schema, text.encode("utf-8")), text
+    for text in refused:
+        assert not accepts(schema, text.encode("utf-8")), text
+    # The listed strings share one branch per common prefix: after '"IAB1' the union
+    # holds the two ways on (end here, or "-1"), not one member per listed value.
+    many = {"enum": [f"IAB{i}-{j}" for i in range(1, 27) for j in range(1, 16)]}
+    automaton = Automaton(schema_to_grammar(many))
+    state = automaton.step_bytes(automaton.start, b'"IAB1')
+    assert state != Automaton.DEAD
+    top = automaton._stack_frames[automaton._config_of(state)[0]][0]
+    assert len(automaton.terms.alternatives(automaton.terms.head_tail(top)[0])) <= 12
