@@ -6,7 +6,14 @@ from __future__ import annotations
 import numba
 import numpy as np
 
-from .walk_kernel import SMALL_SUBTREE
+from .walk_kernel import (
+    NON_ASCII_ALL,
+    NON_ASCII_BUT_SPACES,
+    NON_ASCII_NONE,
+    NON_ASCII_UNCHECKED,
+    SMALL_SUBTREE,
+    SPACES_CHECK_SUBTREE,
+)
 
 
 @numba.njit(cache=True, nogil=True, inline="always")
@@ -18,11 +25,18 @@ def _allow(s, string_token, dup_ptr, dup_token, words):  # type: ignore[no-untyp
         words[t >> 5] |= np.uint32(1) << np.uint32(t & 31)
 
 
+@numba.njit(cache=True, nogil=True, inline="always")
+def _non_ascii_fits(level, space):  # type: ignore[no-untyped-def]  # pragma: no cover - compiled
+    """Whether a loop of this non-ASCII ``level`` (see walk_kernel.NON_ASCII_ALL) takes
+    every multi-byte character of a valid suffix, given whether a non-ASCII space is one."""
+    return level == NON_ASCII_ALL or (level == NON_ASCII_BUT_SPACES and not space)
+
+
 @numba.njit(cache=True, nogil=True)
 def _walk(  # type: ignore[no-untyped-def]
     rows, loop_lo, loop_hi, loop_utf8, loop_budget, loop_known,
     byte, terminal, child_lo, child_hi, start, end, utf8_state,
-    suffix_lo, suffix_hi, suffix_non_ascii, suffix_chars, subtree_valid,
+    suffix_lo, suffix_hi, suffix_non_ascii, suffix_chars, suffix_space, subtree_valid,
     stack_nodes, stack_states, depth0, seed_state, num_roots,
     string_token, dup_ptr, dup_token, words, pending_nodes, pending_states,
     accepting, exits, n_exits,
@@ -63,12 +77,21 @@ def _walk(  # type: ignore[no-untyped-def]
             elif not (record and accepting[nxt]) and (
                 (suffix_lo[node] & ~loop_lo[nxt]) == 0
                 and (suffix_hi[node] & ~loop_hi[nxt]) == 0
-                and (not suffix_non_ascii[node] or (loop_utf8[nxt] and subtree_valid[node]))
                 and suffix_chars[node] <= loop_budget[nxt]
             ):
-                for s in range(start[node], end[node]):
-                    _allow(s, string_token, dup_ptr, dup_token, words)
-                continue
+                if not suffix_non_ascii[node] or (
+                    subtree_valid[node] and _non_ascii_fits(loop_utf8[nxt], suffix_space[node])
+                ):
+                    for s in range(start[node], end[node]):
+                        _allow(s, string_token, dup_ptr, dup_token, words)
+                    continue
+                if (loop_utf8[nxt] == NON_ASCII_UNCHECKED and subtree_valid[node]
+                        and end[node] - start[node] > SPACES_CHECK_SUBTREE):
+                    # Worth stopping to learn whether nxt loops on all but the spaces.
+                    pending_nodes[n_pending] = node
+                    pending_states[n_pending] = state
+                    n_pending += 1
+                    continue
         t = terminal[node]
         if t >= 0:
             _allow(t, string_token, dup_ptr, dup_token, words)
@@ -149,47 +172,57 @@ def _text_walk(  # type: ignore[no-untyped-def]
 
 @numba.njit(cache=True, nogil=True)
 def _loop_plan(  # type: ignore[no-untyped-def]
-    ascii_lo, ascii_hi, non_ascii, utf8_step,
+    ascii_lo, ascii_hi, non_ascii, utf8_step, is_space,
     byte, terminal, child_lo, child_hi, start, end, utf8_state,
-    suffix_lo, suffix_hi, suffix_non_ascii, subtree_valid, num_roots,
+    suffix_lo, suffix_hi, suffix_non_ascii, suffix_space, subtree_valid, num_roots,
     string_token, dup_ptr, dup_token, words, exits,
 ):  # pragma: no cover - compiled
     """For a state that loops on itself over a character class (ASCII bytes in
-    ``ascii_lo``/``ascii_hi``, and every multi-byte character when ``non_ascii``): set in
-    ``words`` the tokens made only of such characters (allowed from any such state, cut
-    multi-byte characters included), and write to ``exits`` the trie nodes where a token
-    leaves the loop. Walking only the exits from the state gives the rest of its mask.
+    ``ascii_lo``/``ascii_hi``, and the multi-byte characters ``non_ascii`` says, a level
+    of walk_kernel: none, all but the non-ASCII spaces, whose code points ``is_space``
+    marks, or all): set in ``words`` the tokens made only of such characters (allowed
+    from any such state, cut multi-byte characters included), and write to ``exits`` the
+    trie nodes where a token leaves the loop. Walking only the exits from the state gives
+    the rest of its mask.
 
     An exit is the first node whose byte is outside the class; when that byte breaks a
-    multi-byte character, the exit is the node where that character began, so the walk
-    resumes from a character boundary (where the state is the looping one). Returns the
-    number of exits.
+    multi-byte character, or ends a space the class leaves out, the exit is the node
+    where that character began, so the walk resumes from a character boundary (where the
+    state is the looping one). Returns the number of exits.
     """
     n_exits = 0
     size = len(byte)
     stack_nodes = np.empty(size + num_roots, dtype=np.int64)
     stack_lead = np.empty(size + num_roots, dtype=np.int64)
+    stack_code = np.empty(size + num_roots, dtype=np.int64)
     sp = 0
     for root in range(num_roots):
         stack_nodes[sp] = root
         stack_lead[sp] = -1
+        stack_code[sp] = 0
         sp += 1
     last_exit = -1
+    but_spaces = non_ascii == NON_ASCII_BUT_SPACES
     while sp > 0:
         sp -= 1
         node = stack_nodes[sp]
         lead = stack_lead[sp]  # the node where the current multi-byte character began
+        code = stack_code[sp]  # its code point's bits read so far
         b = byte[node]
         if lead >= 0:
             decoder = utf8_state[node]
-            leaves = decoder == 8
+            code = (code << 6) | (b & 0x3F)
+            leaves = decoder == 8 or (
+                decoder == 0 and but_spaces and code < len(is_space) and is_space[code]
+            )
         elif b < 128:
             bits = ascii_lo if b < 64 else ascii_hi
             leaves = (bits >> np.uint64(b & 63)) & np.uint64(1) == 0
             decoder = 0
         else:
             decoder = utf8_step[0, b]
-            leaves = not non_ascii or decoder == 8
+            leaves = non_ascii == NON_ASCII_NONE or decoder == 8
+            code = b & (0x07 if b >= 0xF0 else 0x0F if b >= 0xE0 else 0x1F)
         if leaves:
             exit_node = node if lead < 0 else lead
             if exit_node != last_exit:  # siblings breaking one character share the exit
@@ -202,7 +235,8 @@ def _loop_plan(  # type: ignore[no-untyped-def]
             if (
                 (suffix_lo[node] & ~ascii_lo) == 0
                 and (suffix_hi[node] & ~ascii_hi) == 0
-                and (not suffix_non_ascii[node] or (non_ascii and subtree_valid[node]))
+                and (not suffix_non_ascii[node]
+                     or (subtree_valid[node] and _non_ascii_fits(non_ascii, suffix_space[node])))
             ):
                 for s in range(start[node], end[node]):
                     _allow(s, string_token, dup_ptr, dup_token, words)
@@ -215,6 +249,7 @@ def _loop_plan(  # type: ignore[no-untyped-def]
         for child in range(child_lo[node], child_hi[node]):
             stack_nodes[sp] = child
             stack_lead[sp] = lead
+            stack_code[sp] = code
             sp += 1
     return n_exits
 
@@ -223,7 +258,7 @@ def _loop_plan(  # type: ignore[no-untyped-def]
 def _walk_states(  # type: ignore[no-untyped-def]
     rows, loop_lo, loop_hi, loop_utf8, loop_budget, loop_known,
     byte, terminal, child_lo, child_hi, start, end, utf8_state,
-    suffix_lo, suffix_hi, suffix_non_ascii, suffix_chars, subtree_valid,
+    suffix_lo, suffix_hi, suffix_non_ascii, suffix_chars, suffix_space, subtree_valid,
     stack_nodes, stack_states, num_roots, string_token, dup_ptr, dup_token,
     states, seed_lo, seed_hi, seed_nodes, masks, pending_nodes, pending_states, accepting,
     exits,
@@ -246,7 +281,7 @@ def _walk_states(  # type: ignore[no-untyped-def]
         n_pending, _ = _walk(
             rows, loop_lo, loop_hi, loop_utf8, loop_budget, loop_known,
             byte, terminal, child_lo, child_hi, start, end, utf8_state,
-            suffix_lo, suffix_hi, suffix_non_ascii, suffix_chars, subtree_valid,
+            suffix_lo, suffix_hi, suffix_non_ascii, suffix_chars, suffix_space, subtree_valid,
             stack_nodes, stack_states, depth0, seed_state, num_roots,
             string_token, dup_ptr, dup_token, masks[i], pending_nodes, pending_states,
             accepting, exits, -1,

@@ -53,7 +53,7 @@ __all__ = [
     "token_trie",
 ]
 
-_FORMAT = "constrain-trie-v1"
+_FORMAT = "constrain-trie-v2"
 _lock = threading.Lock()
 _cache_dir: Path | None = None
 _tries: dict[str, TokenTrie] = {}

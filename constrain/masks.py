@@ -37,7 +37,7 @@ from __future__ import annotations
 import threading
 import time
 from collections.abc import Callable
-from typing import Final, cast
+from typing import Any, Final, cast
 
 import numpy as np
 
@@ -47,7 +47,7 @@ from .cache import note_growth, recurring, token_trie
 from .counted_runs import LEAVES, STAYS, CountedRuns
 from .literal_runs import LiteralRuns, TextChain
 from .token_trie import TokenTrie
-from .utf8 import UTF8_BOUNDARY, UTF8_MULTIBYTE_EDGES
+from .utf8 import UTF8_BOUNDARY, UTF8_MULTIBYTE_EDGES, UTF8_TREE_BUT_SPACES
 from .vocab import Vocabulary
 
 __all__ = ["TokenMasks", "eos_only_words", "mask_words", "set_bits"]
@@ -113,13 +113,14 @@ class TokenMasks:
         self._sizes: dict[int, int] = {}
         self._holding: dict[tuple[int, int], bool] = {}
         # Per automaton state: ASCII characters it may consume as a run (bits 0-63, 64-127),
-        # whether every non-ASCII character may be in the run too, how many characters the
+        # how many of the non-ASCII characters may be in the run too (a level of
+        # walk_kernel: none, all but the non-ASCII spaces, all), how many characters the
         # run may have, and whether this was computed yet. A subtree whose every suffix is
         # such a run is allowed whole.
         # Made with room for a small automaton's states, which then never grow them.
         self._loop_lo = np.zeros(_LOOP_CAPACITY, dtype=np.uint64)
         self._loop_hi = np.zeros(_LOOP_CAPACITY, dtype=np.uint64)
-        self._loop_utf8 = np.zeros(_LOOP_CAPACITY, dtype=bool)
+        self._loop_utf8 = np.zeros(_LOOP_CAPACITY, dtype=np.uint8)
         self._loop_budget = np.zeros(_LOOP_CAPACITY, dtype=np.int32)  # characters it may consume so
         self._loop_known = np.zeros(_LOOP_CAPACITY, dtype=bool)
         self.use_compiled = walk_kernel.available() if use_compiled is None else use_compiled
@@ -452,7 +453,8 @@ class TokenMasks:
             key = (-loop, automaton.is_accepting(state))
             found = self._member_unions.get(key)
             if found is None:
-                allowed = self._walk.loop_plan(loop & _LOW64, loop >> 64, False, self.words)[0]
+                allowed = self._walk.loop_plan(loop & _LOW64, loop >> 64,
+                                               walk_kernel.NON_ASCII_NONE, self.words)[0]
                 found = allowed.view(np.int32)
                 if key[1]:
                     found = found | self._eos_words
@@ -749,6 +751,11 @@ class TokenMasks:
         if not self._loop_known[state]:  # the walk skips the state's own loop
             self._learn_loop(state)
             self._sync(exits)
+        if (self._loop_utf8[state] == walk_kernel.NON_ASCII_UNCHECKED
+                and walk_kernel.self_looping(self.automaton.table, self._loop_arrays(), state)):
+            # Its loop plan, shared per class, is the whole trie's walk less its loop.
+            self._check_spaces(state)
+            self._sync(exits)
         return self._walk.start(self.automaton.table, self._loop_arrays(), state, words, exits)
 
     def _sync(self, exits: walk_kernel.Exits | None) -> None:
@@ -785,7 +792,17 @@ class TokenMasks:
         # next mask's start only for the token decoded).
         trie = self.trie
         inner = trie.child_hi[nodes] > trie.child_lo[nodes]
-        self._ensure_loop_info(successors[(successors != Automaton.DEAD) & inner])
+        live = successors != Automaton.DEAD
+        self._ensure_loop_info(successors[live & inner])
+        # Where the kernel may stop to learn whether a loop takes all but the spaces.
+        wide = live & (trie.utf8_state[nodes] == UTF8_BOUNDARY) & (
+            trie.end[nodes] - trie.start[nodes] > walk_kernel.SPACES_CHECK_SUBTREE)
+        if wide.any():
+            wide[wide] = trie.suffix_non_ascii[nodes[wide]] & trie.subtree_valid[nodes[wide]]
+            unchecked = successors[wide]
+            unchecked = unchecked[self._loop_utf8[unchecked] == walk_kernel.NON_ASCII_UNCHECKED]
+            for state in set(unchecked.tolist()):
+                self._check_spaces(state)
 
     def _walk_levels(self, state: int) -> np.ndarray:
         """The same walk level by level in numpy: one vectorized step per trie depth.
@@ -848,7 +865,10 @@ class TokenMasks:
             & ((trie.suffix_lo[nodes] & ~loop_lo) == 0)
             & ((trie.suffix_hi[nodes] & ~loop_hi) == 0)
             & (~trie.suffix_non_ascii[nodes]
-               | (self._loop_utf8[states] & trie.subtree_valid[nodes]))
+               | (trie.subtree_valid[nodes]
+                  & ((self._loop_utf8[states] == walk_kernel.NON_ASCII_ALL)
+                     | ((self._loop_utf8[states] == walk_kernel.NON_ASCII_BUT_SPACES)
+                        & ~trie.suffix_space[nodes]))))
             & (trie.suffix_chars[nodes] <= self._loop_budget[states])
         )
         return whole if whole.any() else None
@@ -863,7 +883,7 @@ class TokenMasks:
             grow = max(size, 2 * len(self._loop_known)) - len(self._loop_known)
             self._loop_lo = np.concatenate([self._loop_lo, np.zeros(grow, np.uint64)])
             self._loop_hi = np.concatenate([self._loop_hi, np.zeros(grow, np.uint64)])
-            self._loop_utf8 = np.concatenate([self._loop_utf8, np.zeros(grow, bool)])
+            self._loop_utf8 = np.concatenate([self._loop_utf8, np.zeros(grow, np.uint8)])
             self._loop_budget = np.concatenate([self._loop_budget, np.zeros(grow, np.int32)])
             self._loop_known = np.concatenate([self._loop_known, np.zeros(grow, bool)])
 
@@ -913,16 +933,18 @@ class TokenMasks:
         self._loop_budget[states] = budget
         self._loop_known[states] = True
 
-    def _loop_facts(self, state: int, ascii_bits: int) -> tuple[int, int, bool, int]:
+    def _loop_facts(self, state: int, ascii_bits: int) -> tuple[int, int, int, int]:
         """What :meth:`_learn_loop` says about ``state``, given the ASCII bytes (bits
-        0-127) that lead from it back to it: the loop's ASCII bits in two halves, whether
-        every non-ASCII character loops too, and how many characters it may consume."""
+        0-127) that lead from it back to it: the loop's ASCII bits in two halves, how many
+        of the non-ASCII characters loop too (a level of walk_kernel), and how many
+        characters it may consume."""
         if ascii_bits:
             utf8 = self._utf8_loops_back(state)
             budget = _UNBOUNDED
         else:
             run = self.automaton.leading_run(state)
-            ascii_bits, utf8, budget = run if run is not None else (0, False, 0)
+            ascii_bits, every, budget = run if run is not None else (0, False, 0)
+            utf8 = walk_kernel.NON_ASCII_ALL if every else walk_kernel.NON_ASCII_NONE
         return ascii_bits & _LOW64, ascii_bits >> 64, utf8, min(budget, _UNBOUNDED)
 
     def _settle_loop(self, state: int, ascii_bits: int) -> None:
@@ -935,19 +957,51 @@ class TokenMasks:
         self._loop_budget[state] = budget
         self._loop_known[state] = True
 
-    def _utf8_loops_back(self, state: int) -> bool:
-        """Whether every multi-byte character leads from ``state`` back to ``state``,
-        through one automaton state per UTF-8 decoder state."""
+    def _utf8_loops_back(self, state: int) -> int:
+        """How many of the multi-byte characters lead from ``state`` back to ``state``
+        (a level of walk_kernel): all, through one automaton state per UTF-8 decoder
+        state; else "not checked yet" whether all but the non-ASCII spaces do (as \\S
+        and ECMA's "." read them; see :meth:`_check_spaces`)."""
         if self.automaton.loops_on_multibyte_chars(state):
-            return True  # no rows built for the states inside characters
+            return walk_kernel.NON_ASCII_ALL  # no rows built for the states inside characters
         image = {UTF8_BOUNDARY: state}
         for source, first, last, target in UTF8_MULTIBYTE_EDGES:
             row = self.automaton.row(image[source])
             successors = row[first : last + 1]
             successor = int(successors[0])
             if successor == Automaton.DEAD or (successors != successor).any():
-                return False
+                break
             if image.setdefault(target, successor) != successor:
+                break
+        else:
+            return walk_kernel.NON_ASCII_ALL
+        return walk_kernel.NON_ASCII_UNCHECKED  # see _check_spaces
+
+    def _check_spaces(self, state: int) -> None:
+        """Settle whether ``state``, whose loop takes some ASCII characters and not every
+        multi-byte one, takes every multi-byte one but the non-ASCII spaces: through one
+        automaton state per range of :data:`~constrain.utf8.UTF8_TREE_BUT_SPACES` (which
+        builds their rows)."""
+        if self._loop_utf8[state] != walk_kernel.NON_ASCII_UNCHECKED:
+            return
+        fits = self._reads_back(state, state, UTF8_TREE_BUT_SPACES)
+        self._sync(None)  # the check may have built states
+        self._loop_utf8[state] = (walk_kernel.NON_ASCII_BUT_SPACES if fits
+                                  else walk_kernel.NON_ASCII_NONE)
+
+    def _reads_back(self, state: int, loop: int, tree: tuple[Any, ...]) -> bool:
+        """Whether every byte sequence of ``tree`` (see :func:`~constrain.utf8._tree_of`)
+        leads from ``state`` to ``loop``, with one successor per range."""
+        row = self.automaton.row(state)
+        for first, last, children in tree:
+            successors = row[first : last + 1]
+            successor = int(successors[0])
+            if successor == Automaton.DEAD or (successors != successor).any():
+                return False
+            if not children:
+                if successor != loop:
+                    return False
+            elif not self._reads_back(successor, loop, children):
                 return False
         return True
 

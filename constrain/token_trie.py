@@ -16,7 +16,9 @@ slicing): ``utf8_state`` is the UTF-8 decoder state after the node's prefix (0 =
 character boundary), ``suffix_lo``/``suffix_hi`` are the ASCII bytes (bits 0-63 / 64-127)
 occurring after the prefix in any string of the subtree, ``suffix_non_ascii`` whether a byte
 >= 0x80 occurs there, ``suffix_chars`` the most characters (a trailing partial one counts)
-after the prefix in any string of the subtree, and ``subtree_valid`` whether every string of the subtree is valid
+after the prefix in any string of the subtree, ``suffix_space`` whether one of the
+non-ASCII spaces (:data:`~constrain.utf8.NON_ASCII_SPACES`, what ``\\S`` leaves out) starts
+there, and ``subtree_valid`` whether every string of the subtree is valid
 UTF-8 (possibly ending inside a character).
 
 >>> trie = TokenTrie.build([b"a", b"ab", b"b", None, b"ab"])
@@ -35,7 +37,7 @@ from typing import Any
 
 import numpy as np
 
-from .utf8 import UTF8_INVALID, UTF8_STEP
+from .utf8 import NON_ASCII_SPACES, UTF8_INVALID, UTF8_STEP
 
 __all__ = ["TokenTrie"]
 
@@ -56,6 +58,7 @@ class TokenTrie:
     suffix_hi: np.ndarray  # uint64
     suffix_non_ascii: np.ndarray  # bool
     suffix_chars: np.ndarray  # int32
+    suffix_space: np.ndarray  # bool
     subtree_valid: np.ndarray  # bool
     level_offsets: np.ndarray  # int64 [max_depth + 1]: depth d nodes are [off[d-1], off[d])
     string_token: np.ndarray  # int32 [num_strings]: the first token id with that string
@@ -138,7 +141,8 @@ class TokenTrie:
             ends_by_depth.append(boundaries[np.searchsorted(boundaries, starts, side="right")])
         utf8_states, valid = _utf8_states(data, offsets, lengths, max_depth)
         invalid_prefix = np.concatenate([[0], np.cumsum(~valid)])
-        suffix = _suffix_summaries(data, offsets, lengths, starts_by_depth)
+        suffix = _suffix_summaries(data, offsets, lengths, starts_by_depth,
+                                   _space_starts(strings, offsets))
         byte: list[np.ndarray] = []
         terminal: list[np.ndarray] = []
         child_lo: list[np.ndarray] = []
@@ -167,7 +171,7 @@ class TokenTrie:
             _concat([u[s] for u, s in zip(utf8_states, starts_by_depth)], np.uint8),
             _concat(suffix[0], np.uint64), _concat(suffix[1], np.uint64),
             _concat(suffix[2], np.bool_), _concat(suffix[3], np.int32),
-            _concat(subtree_valid, np.bool_),
+            _concat(suffix[4], np.bool_), _concat(subtree_valid, np.bool_),
             level_offsets.astype(np.int64),
             first, dup_ptr, dup_token, data.copy(), offsets,
         )
@@ -184,7 +188,8 @@ class TokenTrie:
 
 _ARRAY_FIELDS = (
     "byte", "terminal", "child_lo", "child_hi", "start", "end", "utf8_state",
-    "suffix_lo", "suffix_hi", "suffix_non_ascii", "suffix_chars", "subtree_valid", "level_offsets",
+    "suffix_lo", "suffix_hi", "suffix_non_ascii", "suffix_chars", "suffix_space", "subtree_valid",
+    "level_offsets",
     "string_token", "dup_ptr", "dup_token", "string_data", "string_offsets",
 )
 
@@ -202,16 +207,36 @@ def _utf8_states(
     return per_depth, state != UTF8_INVALID
 
 
+def _space_starts(strings: list[bytes], offsets: np.ndarray) -> np.ndarray:
+    """``(sorted string, byte position)`` of every non-ASCII space in the strings, as an
+    ``[n, 2]`` array. UTF-8 is self-synchronizing, so in a valid string an encoding found
+    is that character; invalid strings are never accepted whole."""
+    joined = b"".join(strings)
+    found: list[tuple[int, int]] = []
+    for code in NON_ASCII_SPACES:
+        encoded = chr(code).encode("utf-8")
+        at = joined.find(encoded)
+        while at >= 0:
+            string = int(np.searchsorted(offsets, at, side="right")) - 1
+            if at + len(encoded) <= offsets[string + 1]:  # not across two strings
+                found.append((string, at - int(offsets[string])))
+            at = joined.find(encoded, at + 1)
+    return np.array(found, dtype=np.int64).reshape(-1, 2)
+
+
 def _suffix_summaries(
-    data: np.ndarray, offsets: np.ndarray, lengths: np.ndarray, starts_by_depth: list[np.ndarray]
+    data: np.ndarray, offsets: np.ndarray, lengths: np.ndarray, starts_by_depth: list[np.ndarray],
+    space_starts: np.ndarray,
 ) -> tuple[tuple[np.ndarray, ...], ...]:
-    """Per depth and node: which bytes, and how many characters, follow the node's prefix."""
+    """Per depth and node: which bytes, how many characters, and whether a non-ASCII
+    space (one of ``space_starts``, see :func:`_space_starts`) follow the node's prefix."""
     n = len(lengths)
     lo = np.zeros(n, dtype=np.uint64)
     hi = np.zeros(n, dtype=np.uint64)
     non_ascii = np.zeros(n, dtype=bool)
     chars = np.zeros(n, dtype=np.int32)
-    out_lo, out_hi, out_na, out_chars = [], [], [], []
+    space = np.zeros(n, dtype=bool)
+    out_lo, out_hi, out_na, out_chars, out_space = [], [], [], [], []
     one = np.uint64(1)
     for d in range(len(starts_by_depth), 0, -1):
         # After this update, lo/hi/non_ascii describe bytes at positions >= d of each string.
@@ -223,19 +248,23 @@ def _suffix_summaries(
         hi[active[mid]] |= one << (b[mid] - np.uint64(64))
         non_ascii[active[b >= 128]] = True
         chars[active[(b < 0x80) | (b >= 0xC0)]] += 1  # a byte that starts a character
+        space[space_starts[space_starts[:, 1] == d, 0]] = True
         starts = starts_by_depth[d - 1]
         if len(starts):
             out_lo.append(np.bitwise_or.reduceat(lo, starts))
             out_hi.append(np.bitwise_or.reduceat(hi, starts))
             out_na.append(np.logical_or.reduceat(non_ascii, starts))
             out_chars.append(np.maximum.reduceat(chars, starts))
+            out_space.append(np.logical_or.reduceat(space, starts))
         else:
             out_lo.append(np.zeros(0, np.uint64))
             out_hi.append(np.zeros(0, np.uint64))
             out_na.append(np.zeros(0, bool))
             out_chars.append(np.zeros(0, np.int32))
+            out_space.append(np.zeros(0, bool))
     return (
-        tuple(out_lo[::-1]), tuple(out_hi[::-1]), tuple(out_na[::-1]), tuple(out_chars[::-1])
+        tuple(out_lo[::-1]), tuple(out_hi[::-1]), tuple(out_na[::-1]), tuple(out_chars[::-1]),
+        tuple(out_space[::-1]),
     )
 
 

@@ -11,10 +11,12 @@ from __future__ import annotations
 import numpy as np
 
 __all__ = [
+    "NON_ASCII_SPACES",
     "UTF8_BOUNDARY",
     "UTF8_INVALID",
     "UTF8_MULTIBYTE_EDGES",
     "UTF8_STEP",
+    "UTF8_TREE_BUT_SPACES",
     "utf8_byte_ranges",
 ]
 
@@ -59,3 +61,49 @@ def utf8_byte_ranges(lo: int, hi: int) -> list[list[tuple[int, int]]]:
                     return utf8_byte_ranges(lo, (hi & ~m) - 1) + utf8_byte_ranges(hi & ~m, hi)
     a, b = chr(lo).encode("utf-8"), chr(hi).encode("utf-8")
     return [[(a[i], b[i]) for i in range(n)]]
+
+
+# The non-ASCII characters of \\s as ECMA-262 or Python's re read it (ECMA's line
+# terminators U+2028/9, where "." stops, among them): what \\S, [^\\s] and "." leave out of
+# the non-ASCII characters. A state looping on all other multi-byte characters accepts
+# every token subtree that holds none of these (see TokenTrie.suffix_space).
+NON_ASCII_SPACES: tuple[int, ...] = (
+    0x85, 0xA0, 0x1680, *range(0x2000, 0x200B), 0x2028, 0x2029, 0x202F, 0x205F, 0x3000, 0xFEFF,
+)
+
+
+def _tree_of(paths: list[list[tuple[int, int]]]) -> tuple[tuple[int, int, tuple[object, ...]], ...]:
+    """Byte-range sequences as a tree: ``(first, last, children)`` per range, children
+    empty where a character ends; sequences sharing a leading range share its node."""
+    grouped: dict[tuple[int, int], list[list[tuple[int, int]]]] = {}
+    for path in paths:
+        grouped.setdefault(path[0], []).append(path[1:])
+    return tuple(
+        (first, last, _tree_of([rest for rest in rests if rest]) if rests[0] else ())
+        for (first, last), rests in sorted(grouped.items())
+    )
+
+
+def _multibyte_but_spaces() -> list[list[tuple[int, int]]]:
+    cuts = sorted(NON_ASCII_SPACES)
+    kept, lo = [], 0x80
+    for code in cuts:
+        if code > lo:
+            kept.append((lo, code - 1))
+        lo = code + 1
+    kept.append((lo, 0x10FFFF))
+    paths = []
+    for a, b in kept:
+        # One UTF-8 length at a time, without the surrogates.
+        for lo_len, hi_len in ((0x80, 0x7FF), (0x800, 0xD7FF), (0xE000, 0xFFFF), (0x10000, 0x10FFFF)):
+            lo_, hi_ = max(a, lo_len), min(b, hi_len)
+            if lo_ <= hi_:
+                paths.extend(utf8_byte_ranges(lo_, hi_))
+    return paths
+
+
+# Every valid multi-byte character but NON_ASCII_SPACES, as a tree of byte ranges
+# (``(first, last, children)``; no children where a character ends) cut wherever one of
+# those spaces splits a range, so that reading it alongside an automaton asks one
+# successor per range.
+UTF8_TREE_BUT_SPACES = _tree_of(_multibyte_but_spaces())

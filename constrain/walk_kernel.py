@@ -21,9 +21,12 @@ from typing import Any
 
 import numpy as np
 
-from .utf8 import UTF8_STEP
+from .utf8 import NON_ASCII_SPACES, UTF8_STEP
 
-__all__ = ["Exits", "TrieWalk", "available", "self_looping"]
+__all__ = [
+    "NON_ASCII_ALL", "NON_ASCII_BUT_SPACES", "NON_ASCII_NONE", "NON_ASCII_UNCHECKED",
+    "SPACES_CHECK_SUBTREE", "Exits", "TrieWalk", "available", "self_looping",
+]
 
 # numba is optional (without it the numpy walk is used) and slow to import, so it is only
 # looked up here and imported on the first compiled walk.
@@ -44,6 +47,18 @@ def kernels() -> Any:
 
         _compiled = _walk_numba
     return _compiled
+
+# How much of the multi-byte characters a state's loop takes (the loop arrays'
+# ``utf8`` entry): none, every one but NON_ASCII_SPACES (\\S, or ECMA's "."), or all; or
+# not all, and whether all but the spaces is not checked yet: that check builds the
+# rows of ~20 states inside characters, so it waits until a walk meets a subtree of
+# more than SPACES_CHECK_SUBTREE strings that only it could accept whole.
+NON_ASCII_NONE, NON_ASCII_BUT_SPACES, NON_ASCII_ALL, NON_ASCII_UNCHECKED = 0, 1, 2, 3
+SPACES_CHECK_SUBTREE = 256
+# NON_ASCII_SPACES by code point, for the loop plan's kernel (all below U+10000).
+IS_SPACE = np.zeros(max(NON_ASCII_SPACES) + 1, dtype=np.bool_)
+IS_SPACE[list(NON_ASCII_SPACES)] = True
+IS_SPACE.flags.writeable = False
 
 # Subtrees with at most this many strings are walked rather than summarized.
 SMALL_SUBTREE = 32
@@ -79,7 +94,7 @@ class TrieWalk:
         self._nodes = (
             flat.byte, flat.terminal, flat.child_lo, flat.child_hi, flat.start, flat.end,
             flat.utf8_state, flat.suffix_lo, flat.suffix_hi, flat.suffix_non_ascii,
-            flat.suffix_chars, flat.subtree_valid,
+            flat.suffix_chars, flat.suffix_space, flat.subtree_valid,
         )
         self._strings = (flat.string_token, flat.dup_ptr, flat.dup_token)
         # A walk from one state visits a trie node at most once, so a stack never holds
@@ -110,7 +125,7 @@ class TrieWalk:
         if not self_looping(rows, loops, state) or (exits is not None
                                                      and exits.accepting[state]):
             return self._run(rows, loops, state, 0, words, 0, exits)
-        lo, hi, utf8 = int(loops[0][state]), int(loops[1][state]), bool(loops[2][state])
+        lo, hi, utf8 = int(loops[0][state]), int(loops[1][state]), int(loops[2][state])
         allowed, loop_exits = self.loop_plan(lo, hi, utf8, len(words))
         words |= allowed
         return self.seeded(rows, loops, loop_exits, state, words, exits)
@@ -147,7 +162,7 @@ class TrieWalk:
         for i, state in enumerate(states):
             if self_looping(rows, loops, state):
                 allowed, loop_exits = self.loop_plan(
-                    int(loops[0][state]), int(loops[1][state]), bool(loops[2][state]),
+                    int(loops[0][state]), int(loops[1][state]), int(loops[2][state]),
                     masks.shape[1],
                 )
                 masks[i] |= allowed
@@ -181,13 +196,17 @@ class TrieWalk:
         )
         return ends[:n].copy()  # type: ignore[no-any-return]
 
-    def loop_plan(self, ascii_lo: int, ascii_hi: int, non_ascii: bool,
+    def loop_plan(self, ascii_lo: int, ascii_hi: int, non_ascii: int,
                   words: int) -> tuple[np.ndarray, np.ndarray]:
         """For states looping on a character class (ASCII bytes in bits 0-63 and 64-127 of
-        ``ascii_lo``/``ascii_hi``; every multi-byte character too when ``non_ascii``): the
+        ``ascii_lo``/``ascii_hi``; the multi-byte characters ``non_ascii`` says, one of
+        ``NON_ASCII_NONE``, ``NON_ASCII_BUT_SPACES`` or ``NON_ASCII_ALL``, and
+        ``NON_ASCII_UNCHECKED`` reads as none): the
         uint32 mask of tokens made only of such characters, and the trie nodes where a
         token leaves the loop. Both depend on the class alone, so they are computed once
         per vocabulary and class (a JSON string's content is one class in every schema)."""
+        if non_ascii == NON_ASCII_UNCHECKED:
+            non_ascii = NON_ASCII_NONE
         key = (ascii_lo, ascii_hi, non_ascii, words)
         found = self._loop_plans.get(key)
         if found is None:
@@ -195,10 +214,10 @@ class TrieWalk:
             allowed = np.zeros(words, dtype=np.uint32)
             exits = np.empty(flat.num_nodes, dtype=np.int64)
             n = kernels()._loop_plan(
-                np.uint64(ascii_lo), np.uint64(ascii_hi), non_ascii, UTF8_STEP,
+                np.uint64(ascii_lo), np.uint64(ascii_hi), non_ascii, UTF8_STEP, IS_SPACE,
                 flat.byte, flat.terminal, flat.child_lo, flat.child_hi, flat.start, flat.end,
                 flat.utf8_state, flat.suffix_lo, flat.suffix_hi, flat.suffix_non_ascii,
-                flat.subtree_valid, flat.num_roots, *self._strings, allowed, exits,
+                flat.suffix_space, flat.subtree_valid, flat.num_roots, *self._strings, allowed, exits,
             )
             exits = exits[:n].copy()
             allowed.flags.writeable = False

@@ -833,6 +833,101 @@ def test_unlisted_key_masks_from_the_free_string_equal_brute_force(
     assert composed, "no unlisted key's head was made from the free string's"
 
 
+# Tokens for loops that take every multi-byte character but the non-ASCII spaces: more
+# than SPACES_CHECK_SUBTREE strings below "日", none of them with an ASCII character
+# such loops leave, so that only a non-ASCII space (U+00A0, U+2028, U+3000, U+FEFF)
+# after the prefix keeps a subtree from being accepted whole; and shorter ones with
+# spaces, quotes and line breaks, and some cut inside a character.
+_SPACED = ["\u00a0", "\u2028", "\u3000", "\ufeff"]
+_WORD = ["語", "本", "é", "ω", "ж", "ü", "😀", "a", "Z", "1", "ß", "ñ", "中", "文", "ф", "я"]
+_AFTER = [*_WORD[:8], " ", '"', "\n", *_SPACED]
+
+
+def _spaced_vocab(qwen_slice: Vocabulary) -> Vocabulary:
+    texts = [f"日{x}{y}" for x in _WORD for y in [*_WORD, *_SPACED]]
+    assert len(texts) > walk_kernel.SPACES_CHECK_SUBTREE
+    texts += [f"{x}{y}" for x in _AFTER for y in _AFTER] + ["日本語 x", "a b"]
+    pieces = [t.encode() for t in texts]
+    pieces += ["日".encode() + "語".encode()[:2], "\u2028".encode()[:2], "\u3000".encode()[:1]]
+    table = list(dict.fromkeys([*(t for t in qwen_slice.token_bytes if t is not None), *pieces]))
+    return Vocabulary.from_token_bytes([*table, None], eos_token_ids=[len(table)])
+
+
+@pytest.mark.parametrize("pattern, options", [
+    (r'\S+"', {"unicode": True}),
+    (r'(\S+\s+){0,3}\S+"', {"unicode": True}),
+    (r'.*"', {"ecma": "within"}),
+    (r'[^\s"]*"', {"unicode": True}),
+], ids=["not-space", "word-count", "ecma-dot", "negated-class"])
+def test_loops_on_all_but_the_spaces_accept_subtrees_whole(
+        pattern: str, options: dict[str, Any], qwen_slice: Vocabulary) -> None:
+    """A loop that takes every multi-byte character but the non-ASCII spaces (\\S, ECMA's
+    "."): each mask is the one brute force gives, subtrees with a space after the prefix
+    walked and the others accepted whole, by the walk and by the loop's shared plan."""
+    if not walk_kernel.available():
+        pytest.skip("the level is read by the compiled kernel (numba not installed)")
+    vocab = _spaced_vocab(qwen_slice)
+    assert TokenMasks(automaton_for("a"), vocab).trie.suffix_space.any()
+    automaton = Automaton(Grammar.single(parse_regex(pattern, **options)))
+    prefixes = ["", "a", "日", "日本", "ab ", "a\u3000", "語" * 3, "a b c", "日" + "é" * 4]
+    states = [automaton.step_bytes(automaton.start, p.encode()) for p in prefixes]
+    states = [s for s in states if s != DEAD]
+    masks = TokenMasks(automaton, vocab, use_compiled=True)
+    for state in states:
+        expected = brute_allowed(automaton, vocab, state)
+        got = masks.allowed_token_ids(state)
+        assert np.array_equal(np.sort(got), expected), (
+            f"state {state}: missing {[vocab.token_bytes[t] for t in np.setdiff1d(expected, got)[:8]]}, "
+            f"extra {[vocab.token_bytes[t] for t in np.setdiff1d(got, expected)[:8]]}")
+    levels = masks._loop_utf8[:automaton.num_states]
+    assert (levels == walk_kernel.NON_ASCII_BUT_SPACES).any(), "no loop took all but the spaces"
+
+
+def test_the_tree_but_spaces_holds_every_other_multibyte_character() -> None:
+    """UTF8_TREE_BUT_SPACES: every valid multi-byte character once, but the non-ASCII
+    spaces, which are those of \\s as ECMA-262 or Python's re read it."""
+    from constrain.charsets import category_bound
+    from constrain.utf8 import NON_ASCII_SPACES, UTF8_TREE_BUT_SPACES
+
+    def count(tree: tuple[Any, ...]) -> int:
+        return sum((last - first + 1) * (count(children) if children else 1)
+                   for first, last, children in tree)
+
+    def holds(tree: tuple[Any, ...], data: bytes) -> bool:
+        return any(
+            first <= data[0] <= last
+            and (holds(children, data[1:]) if children else len(data) == 1)
+            for first, last, children in tree
+        )
+
+    widest = [c for lo, hi in category_bound("s", widest=True) for c in range(lo, hi + 1)]
+    assert sorted(NON_ASCII_SPACES) == [c for c in widest if c >= 0x80]
+    every = 0x110000 - 0x80 - 0x800  # the multi-byte code points, less the surrogates
+    assert count(UTF8_TREE_BUT_SPACES) == every - len(NON_ASCII_SPACES)
+    assert not any(holds(UTF8_TREE_BUT_SPACES, chr(c).encode()) for c in NON_ASCII_SPACES)
+    assert all(holds(UTF8_TREE_BUT_SPACES, chr(c).encode())
+               for c in (0x80, 0x84, 0x86, 0x9F, 0xA1, 0x7FF, 0x800, 0x1679, 0x1681, 0x1FFF,
+                         0x200B, 0x2027, 0x202A, 0x202E, 0x2030, 0x205E, 0x2060, 0x2FFF,
+                         0x3001, 0xD7FF, 0xE000, 0xFEFE, 0xFF00, 0xFFFF, 0x10000, 0x10FFFF))
+
+
+def test_trie_marks_the_subtrees_holding_a_non_ascii_space() -> None:
+    """``suffix_space``: whether a non-ASCII space starts after the node's prefix in some
+    string below it (brute force over every node)."""
+    from constrain.token_trie import TokenTrie
+    from constrain.utf8 import NON_ASCII_SPACES
+
+    texts = [f"{x}{y}" for x in _AFTER for y in _AFTER] + ["\u2028", "a\u00a0b", "日"]
+    strings = sorted({t.encode() for t in texts})
+    trie = TokenTrie.build(strings)
+    spaces = [chr(c).encode() for c in NON_ASCII_SPACES]
+    for node in range(trie.num_nodes):
+        depth = int(np.searchsorted(trie.level_offsets, node, side="right"))
+        below = [trie.string_bytes(i) for i in range(trie.start[node], trie.end[node])]
+        holds = any(s.find(space, depth) >= 0 for s in below for space in spaces)
+        assert bool(trie.suffix_space[node]) == holds, (below[:3], depth)
+
+
 def test_excluded_words_need_copies_whose_ends_the_text_fixes() -> None:
     """``(x* & ~K)·tail`` takes its tokens from ``x*·tail`` less those that read ``K``
     then ``tail`` only where the text fixes where a copy of ``x`` ends. With ``x = a|ab``
