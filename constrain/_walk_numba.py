@@ -6,14 +6,8 @@ from __future__ import annotations
 import numba
 import numpy as np
 
-from .walk_kernel import (
-    NON_ASCII_ALL,
-    NON_ASCII_BUT_SPACES,
-    NON_ASCII_NONE,
-    NON_ASCII_UNCHECKED,
-    SMALL_SUBTREE,
-    SPACES_CHECK_SUBTREE,
-)
+from .utf8 import NON_ASCII_ALL, NON_ASCII_BUT_SPACES, NON_ASCII_NONE
+from .walk_kernel import NON_ASCII_UNCHECKED, SMALL_SUBTREE, SPACES_CHECK_SUBTREE
 
 
 @numba.njit(cache=True, nogil=True, inline="always")
@@ -27,7 +21,7 @@ def _allow(s, string_token, dup_ptr, dup_token, words):  # type: ignore[no-untyp
 
 @numba.njit(cache=True, nogil=True, inline="always")
 def _non_ascii_fits(level, space):  # type: ignore[no-untyped-def]  # pragma: no cover - compiled
-    """Whether a loop of this non-ASCII ``level`` (see walk_kernel.NON_ASCII_ALL) takes
+    """Whether a loop of this non-ASCII ``level`` (see constrain.utf8.NON_ASCII_ALL) takes
     every multi-byte character of a valid suffix, given whether a non-ASCII space is one."""
     return level == NON_ASCII_ALL or (level == NON_ASCII_BUT_SPACES and not space)
 
@@ -179,7 +173,7 @@ def _loop_plan(  # type: ignore[no-untyped-def]
 ):  # pragma: no cover - compiled
     """For a state that loops on itself over a character class (ASCII bytes in
     ``ascii_lo``/``ascii_hi``, and the multi-byte characters ``non_ascii`` says, a level
-    of walk_kernel: none, all but the non-ASCII spaces, whose code points ``is_space``
+    of constrain.utf8: none, all but the non-ASCII spaces, whose code points ``is_space``
     marks, or all): set in ``words`` the tokens made only of such characters (allowed
     from any such state, cut multi-byte characters included), and write to ``exits`` the
     trie nodes where a token leaves the loop. Walking only the exits from the state gives

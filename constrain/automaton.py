@@ -974,10 +974,11 @@ class Automaton:
         state = self.step_bytes(self.start, data)
         return state != self.DEAD and self.is_accepting(state)
 
-    def leading_run(self, state: int) -> tuple[int, bool, int] | None:
+    def leading_run(self, state: int) -> tuple[int, int, int] | None:
         """For a state whose next step is ``x{lo,hi}`` of a character class ``x`` (the top
-        of its only stack): ``(ascii bits, all non-ASCII chars too, hi)`` — any run of at most
-        ``hi`` such characters is allowed from here. ``None`` for any other state."""
+        of its only stack): ``(ascii bits, how many of the non-ASCII chars too, hi)``, the
+        middle one a level of :mod:`constrain.utf8` — any run of at most ``hi`` such
+        characters is allowed from here. ``None`` for any other state."""
         config = self._config_of(state)
         if len(config) != 1:
             return None

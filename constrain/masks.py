@@ -47,7 +47,14 @@ from .cache import note_growth, recurring, token_trie
 from .counted_runs import LEAVES, STAYS, CountedRuns
 from .literal_runs import LiteralRuns, TextChain
 from .token_trie import TokenTrie
-from .utf8 import UTF8_BOUNDARY, UTF8_MULTIBYTE_EDGES, UTF8_TREE_BUT_SPACES
+from .utf8 import (
+    NON_ASCII_ALL,
+    NON_ASCII_BUT_SPACES,
+    NON_ASCII_NONE,
+    UTF8_BOUNDARY,
+    UTF8_MULTIBYTE_EDGES,
+    UTF8_TREE_BUT_SPACES,
+)
 from .vocab import Vocabulary
 
 __all__ = ["TokenMasks", "eos_only_words", "mask_words", "set_bits"]
@@ -454,7 +461,7 @@ class TokenMasks:
             found = self._member_unions.get(key)
             if found is None:
                 allowed = self._walk.loop_plan(loop & _LOW64, loop >> 64,
-                                               walk_kernel.NON_ASCII_NONE, self.words)[0]
+                                               NON_ASCII_NONE, self.words)[0]
                 found = allowed.view(np.int32)
                 if key[1]:
                     found = found | self._eos_words
@@ -792,16 +799,17 @@ class TokenMasks:
         # next mask's start only for the token decoded).
         trie = self.trie
         inner = trie.child_hi[nodes] > trie.child_lo[nodes]
-        live = successors != Automaton.DEAD
-        self._ensure_loop_info(successors[live & inner])
-        # Where the kernel may stop to learn whether a loop takes all but the spaces.
-        wide = live & (trie.utf8_state[nodes] == UTF8_BOUNDARY) & (
-            trie.end[nodes] - trie.start[nodes] > walk_kernel.SPACES_CHECK_SUBTREE)
-        if wide.any():
-            wide[wide] = trie.suffix_non_ascii[nodes[wide]] & trie.subtree_valid[nodes[wide]]
-            unchecked = successors[wide]
-            unchecked = unchecked[self._loop_utf8[unchecked] == walk_kernel.NON_ASCII_UNCHECKED]
-            for state in set(unchecked.tolist()):
+        self._ensure_loop_info(successors[(successors != Automaton.DEAD) & inner])
+        # Where the kernel may have stopped to learn whether a loop takes all but the
+        # spaces: above a wide subtree that holds multi-byte characters.
+        self._sync(None)  # successors may be new states
+        unchecked = self._loop_utf8[successors] == walk_kernel.NON_ASCII_UNCHECKED
+        if unchecked.any():
+            asked = nodes[unchecked]
+            wide = ((trie.utf8_state[asked] == UTF8_BOUNDARY)
+                    & (trie.end[asked] - trie.start[asked] > walk_kernel.SPACES_CHECK_SUBTREE)
+                    & trie.suffix_non_ascii[asked] & trie.subtree_valid[asked])
+            for state in set(successors[unchecked][wide].tolist()):
                 self._check_spaces(state)
 
     def _walk_levels(self, state: int) -> np.ndarray:
@@ -866,8 +874,8 @@ class TokenMasks:
             & ((trie.suffix_hi[nodes] & ~loop_hi) == 0)
             & (~trie.suffix_non_ascii[nodes]
                | (trie.subtree_valid[nodes]
-                  & ((self._loop_utf8[states] == walk_kernel.NON_ASCII_ALL)
-                     | ((self._loop_utf8[states] == walk_kernel.NON_ASCII_BUT_SPACES)
+                  & ((self._loop_utf8[states] == NON_ASCII_ALL)
+                     | ((self._loop_utf8[states] == NON_ASCII_BUT_SPACES)
                         & ~trie.suffix_space[nodes]))))
             & (trie.suffix_chars[nodes] <= self._loop_budget[states])
         )
@@ -943,8 +951,7 @@ class TokenMasks:
             budget = _UNBOUNDED
         else:
             run = self.automaton.leading_run(state)
-            ascii_bits, every, budget = run if run is not None else (0, False, 0)
-            utf8 = walk_kernel.NON_ASCII_ALL if every else walk_kernel.NON_ASCII_NONE
+            ascii_bits, utf8, budget = run if run is not None else (0, NON_ASCII_NONE, 0)
         return ascii_bits & _LOW64, ascii_bits >> 64, utf8, min(budget, _UNBOUNDED)
 
     def _settle_loop(self, state: int, ascii_bits: int) -> None:
@@ -963,7 +970,7 @@ class TokenMasks:
         state; else "not checked yet" whether all but the non-ASCII spaces do (as \\S
         and ECMA's "." read them; see :meth:`_check_spaces`)."""
         if self.automaton.loops_on_multibyte_chars(state):
-            return walk_kernel.NON_ASCII_ALL  # no rows built for the states inside characters
+            return NON_ASCII_ALL  # no rows built for the states inside characters
         image = {UTF8_BOUNDARY: state}
         for source, first, last, target in UTF8_MULTIBYTE_EDGES:
             row = self.automaton.row(image[source])
@@ -974,7 +981,9 @@ class TokenMasks:
             if image.setdefault(target, successor) != successor:
                 break
         else:
-            return walk_kernel.NON_ASCII_ALL
+            return NON_ASCII_ALL
+        if (self.automaton.row(state)[0xC2:0xF5] == Automaton.DEAD).any():
+            return NON_ASCII_NONE  # a lead byte no character may start with
         return walk_kernel.NON_ASCII_UNCHECKED  # see _check_spaces
 
     def _check_spaces(self, state: int) -> None:
@@ -986,8 +995,8 @@ class TokenMasks:
             return
         fits = self._reads_back(state, state, UTF8_TREE_BUT_SPACES)
         self._sync(None)  # the check may have built states
-        self._loop_utf8[state] = (walk_kernel.NON_ASCII_BUT_SPACES if fits
-                                  else walk_kernel.NON_ASCII_NONE)
+        self._loop_utf8[state] = (NON_ASCII_BUT_SPACES if fits
+                                  else NON_ASCII_NONE)
 
     def _reads_back(self, state: int, loop: int, tree: tuple[Any, ...]) -> bool:
         """Whether every byte sequence of ``tree`` (see :func:`~constrain.utf8._tree_of`)

@@ -28,7 +28,13 @@ from collections.abc import Iterable
 from typing import Any, Literal, Protocol, cast
 
 from .errors import ResourceLimitError
-from .utf8 import UTF8_MULTIBYTE_EDGES
+from .utf8 import (
+    NON_ASCII_ALL,
+    NON_ASCII_BUT_SPACES,
+    NON_ASCII_NONE,
+    UTF8_MULTIBYTE_EDGES,
+    UTF8_TREE_BUT_SPACES,
+)
 
 __all__ = ["ALL_BYTES", "EMPTYSET", "EPS", "LazySource", "TermStore"]
 
@@ -115,7 +121,7 @@ class TermStore:
         # keeps counts towards the collector's next young collection.
         self._byte_derivatives: dict[int, int | tuple[int, Refs]] = {}
         self._live: dict[int, bool] = {EMPTYSET: False, EPS: True}
-        self._single_chars: dict[int, tuple[int, bool]] = {}
+        self._single_chars: dict[int, tuple[int, int]] = {}
         self._exact_multibyte: dict[int, bool] = {}
         # Whether a repeat with no upper count occurs inside (see _unbounded).
         self._unbounded_flag = bytearray(2)
@@ -977,9 +983,10 @@ class TermStore:
         item, lo, hi = self._args[head]
         return item, lo, hi, tail  # type: ignore[return-value]
 
-    def leading_run(self, term: int) -> tuple[int, bool, int] | None:
+    def leading_run(self, term: int) -> tuple[int, int, int] | None:
         """If ``term`` starts with ``x{lo,hi}``: the characters ``x`` surely matches as one
-        unit — ``(ASCII bits, whether every multi-byte character, hi)`` — else ``None``.
+        unit — ``(ASCII bits, how many of the multi-byte characters, hi)``, the middle one
+        as :meth:`single_characters` says — else ``None``.
 
         The mask engine uses it to accept whole token subtrees of such characters when
         their count fits in ``hi``, instead of walking them.
@@ -1304,9 +1311,11 @@ class TermStore:
             return total + copies * self._longest(item, length - total)
         return total  # EPS
 
-    def single_characters(self, term: int) -> tuple[int, bool]:
-        """ASCII bytes that are, alone, a match of ``term``; and whether every valid
-        multi-byte UTF-8 character is a match too (memoized)."""
+    def single_characters(self, term: int) -> tuple[int, int]:
+        """ASCII bytes that are, alone, a match of ``term``; and how many of the valid
+        multi-byte UTF-8 characters are matches too, a level of :mod:`constrain.utf8`:
+        all, all but the non-ASCII spaces (``\\S``, ECMA's ``.``), or not shown to be
+        either (memoized)."""
         found = self._single_chars.get(term)
         if found is not None:
             return found
@@ -1315,9 +1324,28 @@ class TermStore:
         for bits, nxt in pieces:
             if self._nullable[nxt]:
                 ascii_bits |= bits & ((1 << 128) - 1)
-        found = (ascii_bits, self._every_multibyte_char(term, exact=False))
+        if self._every_multibyte_char(term, exact=False):
+            level = NON_ASCII_ALL
+        elif self._matches_tree(term, UTF8_TREE_BUT_SPACES):
+            level = NON_ASCII_BUT_SPACES
+        else:
+            level = NON_ASCII_NONE
+        found = (ascii_bits, level)
         self._single_chars[term] = found
         return found
+
+    def _matches_tree(self, term: int, tree: tuple[Any, ...]) -> bool:
+        """Whether every byte sequence of ``tree`` (see ``constrain.utf8._tree_of``) is a
+        match of ``term``, each range read as one piece of its derivatives."""
+        pieces, _ = self.derivative(term)
+        for first, last, children in tree:
+            wanted = ((1 << (last - first + 1)) - 1) << first
+            nxt = next((n for b, n in pieces if b & wanted == wanted), None)
+            if nxt is None:
+                return False
+            if not (self._matches_tree(nxt, children) if children else self._nullable[nxt]):
+                return False
+        return True
 
     def loops_on_multibyte_chars(self, term: int) -> bool:
         """Whether every valid multi-byte UTF-8 character leads from ``term`` back to

@@ -11,6 +11,9 @@ from __future__ import annotations
 import numpy as np
 
 __all__ = [
+    "NON_ASCII_ALL",
+    "NON_ASCII_BUT_SPACES",
+    "NON_ASCII_NONE",
     "NON_ASCII_SPACES",
     "UTF8_BOUNDARY",
     "UTF8_INVALID",
@@ -70,6 +73,9 @@ def utf8_byte_ranges(lo: int, hi: int) -> list[list[tuple[int, int]]]:
 NON_ASCII_SPACES: tuple[int, ...] = (
     0x85, 0xA0, 0x1680, *range(0x2000, 0x200B), 0x2028, 0x2029, 0x202F, 0x205F, 0x3000, 0xFEFF,
 )
+# How much of the multi-byte characters a class or a loop takes: none, every one but
+# NON_ASCII_SPACES, or all.
+NON_ASCII_NONE, NON_ASCII_BUT_SPACES, NON_ASCII_ALL = 0, 1, 2
 
 
 def _tree_of(paths: list[list[tuple[int, int]]]) -> tuple[tuple[int, int, tuple[object, ...]], ...]:

@@ -21,11 +21,11 @@ from typing import Any
 
 import numpy as np
 
-from .utf8 import NON_ASCII_SPACES, UTF8_STEP
+from .utf8 import NON_ASCII_NONE, NON_ASCII_SPACES, UTF8_STEP
 
 __all__ = [
-    "NON_ASCII_ALL", "NON_ASCII_BUT_SPACES", "NON_ASCII_NONE", "NON_ASCII_UNCHECKED",
-    "SPACES_CHECK_SUBTREE", "Exits", "TrieWalk", "available", "self_looping",
+    "NON_ASCII_UNCHECKED", "SPACES_CHECK_SUBTREE", "Exits", "TrieWalk", "available",
+    "self_looping",
 ]
 
 # numba is optional (without it the numpy walk is used) and slow to import, so it is only
@@ -49,11 +49,12 @@ def kernels() -> Any:
     return _compiled
 
 # How much of the multi-byte characters a state's loop takes (the loop arrays'
-# ``utf8`` entry): none, every one but NON_ASCII_SPACES (\\S, or ECMA's "."), or all; or
-# not all, and whether all but the spaces is not checked yet: that check builds the
-# rows of ~20 states inside characters, so it waits until a walk meets a subtree of
-# more than SPACES_CHECK_SUBTREE strings that only it could accept whole.
-NON_ASCII_NONE, NON_ASCII_BUT_SPACES, NON_ASCII_ALL, NON_ASCII_UNCHECKED = 0, 1, 2, 3
+# ``utf8`` entry): a level of constrain.utf8 (none, every one but NON_ASCII_SPACES as
+# \\S or ECMA's "." leave them out, all); or not all, and whether all but the spaces is
+# not checked yet: that check builds the rows of ~20 states inside characters, so it
+# waits until a walk meets a subtree of more than SPACES_CHECK_SUBTREE strings that
+# only it could accept whole.
+NON_ASCII_UNCHECKED = 3
 SPACES_CHECK_SUBTREE = 256
 # NON_ASCII_SPACES by code point, for the loop plan's kernel (all below U+10000).
 IS_SPACE = np.zeros(max(NON_ASCII_SPACES) + 1, dtype=np.bool_)
@@ -199,9 +200,8 @@ class TrieWalk:
     def loop_plan(self, ascii_lo: int, ascii_hi: int, non_ascii: int,
                   words: int) -> tuple[np.ndarray, np.ndarray]:
         """For states looping on a character class (ASCII bytes in bits 0-63 and 64-127 of
-        ``ascii_lo``/``ascii_hi``; the multi-byte characters ``non_ascii`` says, one of
-        ``NON_ASCII_NONE``, ``NON_ASCII_BUT_SPACES`` or ``NON_ASCII_ALL``, and
-        ``NON_ASCII_UNCHECKED`` reads as none): the
+        ``ascii_lo``/``ascii_hi``; the multi-byte characters ``non_ascii`` says, a level
+        of :mod:`constrain.utf8`, and ``NON_ASCII_UNCHECKED`` reads as none): the
         uint32 mask of tokens made only of such characters, and the trie nodes where a
         token leaves the loop. Both depend on the class alone, so they are computed once
         per vocabulary and class (a JSON string's content is one class in every schema)."""

@@ -32,6 +32,7 @@ from constrain.grammar import (
 )
 from constrain.masks import TokenMasks, mask_words
 from constrain.regex import parse_regex
+from constrain.utf8 import NON_ASCII_BUT_SPACES
 from constrain.vocab import Vocabulary
 
 DEAD = Automaton.DEAD
@@ -858,12 +859,16 @@ def _spaced_vocab(qwen_slice: Vocabulary) -> Vocabulary:
     (r'(\S+\s+){0,3}\S+"', {"unicode": True}),
     (r'.*"', {"ecma": "within"}),
     (r'[^\s"]*"', {"unicode": True}),
-], ids=["not-space", "word-count", "ecma-dot", "negated-class"])
+    (r'\S{1,40}"', {"unicode": True}),
+    (r'.{2,30}"', {"ecma": "within"}),
+], ids=["not-space", "word-count", "ecma-dot", "negated-class", "counted-not-space",
+        "counted-ecma-dot"])
 def test_loops_on_all_but_the_spaces_accept_subtrees_whole(
         pattern: str, options: dict[str, Any], qwen_slice: Vocabulary) -> None:
     """A loop that takes every multi-byte character but the non-ASCII spaces (\\S, ECMA's
-    "."): each mask is the one brute force gives, subtrees with a space after the prefix
-    walked and the others accepted whole, by the walk and by the loop's shared plan."""
+    "."), or a counted run of such a class: each mask is the one brute force gives,
+    subtrees with a space after the prefix walked and the others accepted whole, by the
+    walk and by the loop's shared plan."""
     if not walk_kernel.available():
         pytest.skip("the level is read by the compiled kernel (numba not installed)")
     vocab = _spaced_vocab(qwen_slice)
@@ -880,7 +885,7 @@ def test_loops_on_all_but_the_spaces_accept_subtrees_whole(
             f"state {state}: missing {[vocab.token_bytes[t] for t in np.setdiff1d(expected, got)[:8]]}, "
             f"extra {[vocab.token_bytes[t] for t in np.setdiff1d(got, expected)[:8]]}")
     levels = masks._loop_utf8[:automaton.num_states]
-    assert (levels == walk_kernel.NON_ASCII_BUT_SPACES).any(), "no loop took all but the spaces"
+    assert (levels == NON_ASCII_BUT_SPACES).any(), "no loop took all but the spaces"
 
 
 def test_the_tree_but_spaces_holds_every_other_multibyte_character() -> None:
