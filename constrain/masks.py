@@ -800,17 +800,23 @@ class TokenMasks:
         trie = self.trie
         inner = trie.child_hi[nodes] > trie.child_lo[nodes]
         self._ensure_loop_info(successors[(successors != Automaton.DEAD) & inner])
-        # Where the kernel may have stopped to learn whether a loop takes all but the
-        # spaces: above a wide subtree that holds multi-byte characters.
         self._sync(None)  # successors may be new states
-        unchecked = self._loop_utf8[successors] == walk_kernel.NON_ASCII_UNCHECKED
-        if unchecked.any():
-            asked = nodes[unchecked]
-            wide = ((trie.utf8_state[asked] == UTF8_BOUNDARY)
-                    & (trie.end[asked] - trie.start[asked] > walk_kernel.SPACES_CHECK_SUBTREE)
-                    & trie.suffix_non_ascii[asked] & trie.subtree_valid[asked])
-            for state in set(successors[unchecked][wide].tolist()):
-                self._check_spaces(state)
+        self._settle_spaces(nodes, successors)  # where the kernel may have stopped for it
+
+    def _settle_spaces(self, nodes: np.ndarray, states: np.ndarray) -> None:
+        """:meth:`_check_spaces` for the ``states`` reached at ``nodes`` (after their
+        bytes) whose loops are not checked yet, where the subtree below is wide, holds
+        multi-byte characters and is valid UTF-8: only there can the answer accept it."""
+        unchecked = self._loop_utf8[states] == walk_kernel.NON_ASCII_UNCHECKED
+        if not unchecked.any():
+            return
+        trie = self.trie
+        asked = nodes[unchecked]
+        wide = ((trie.utf8_state[asked] == UTF8_BOUNDARY)
+                & (trie.end[asked] - trie.start[asked] > walk_kernel.SPACES_CHECK_SUBTREE)
+                & trie.suffix_non_ascii[asked] & trie.subtree_valid[asked])
+        for state in set(states[unchecked][wide].tolist()):
+            self._check_spaces(state)
 
     def _walk_levels(self, state: int) -> np.ndarray:
         """The same walk level by level in numpy: one vectorized step per trie depth.
@@ -866,6 +872,7 @@ class TokenMasks:
         if not boundary.any():
             return None
         self._ensure_loop_info(states[boundary])
+        self._settle_spaces(nodes, states)
         loop_lo = self._loop_lo[states]
         loop_hi = self._loop_hi[states]
         whole = (

@@ -863,21 +863,20 @@ def _spaced_vocab(qwen_slice: Vocabulary) -> Vocabulary:
     (r'.{2,30}"', {"ecma": "within"}),
 ], ids=["not-space", "word-count", "ecma-dot", "negated-class", "counted-not-space",
         "counted-ecma-dot"])
+@pytest.mark.parametrize("engine", ENGINES)
 def test_loops_on_all_but_the_spaces_accept_subtrees_whole(
-        pattern: str, options: dict[str, Any], qwen_slice: Vocabulary) -> None:
+        pattern: str, options: dict[str, Any], engine: bool, qwen_slice: Vocabulary) -> None:
     """A loop that takes every multi-byte character but the non-ASCII spaces (\\S, ECMA's
     "."), or a counted run of such a class: each mask is the one brute force gives,
     subtrees with a space after the prefix walked and the others accepted whole, by the
     walk and by the loop's shared plan."""
-    if not walk_kernel.available():
-        pytest.skip("the level is read by the compiled kernel (numba not installed)")
     vocab = _spaced_vocab(qwen_slice)
     assert TokenMasks(automaton_for("a"), vocab).trie.suffix_space.any()
     automaton = Automaton(Grammar.single(parse_regex(pattern, **options)))
     prefixes = ["", "a", "日", "日本", "ab ", "a\u3000", "語" * 3, "a b c", "日" + "é" * 4]
     states = [automaton.step_bytes(automaton.start, p.encode()) for p in prefixes]
     states = [s for s in states if s != DEAD]
-    masks = TokenMasks(automaton, vocab, use_compiled=True)
+    masks = TokenMasks(automaton, vocab, use_compiled=engine)
     for state in states:
         expected = brute_allowed(automaton, vocab, state)
         got = masks.allowed_token_ids(state)
