@@ -66,8 +66,8 @@ def utf8_byte_ranges(lo: int, hi: int) -> list[list[tuple[int, int]]]:
     return [[(a[i], b[i]) for i in range(n)]]
 
 
-# The non-ASCII characters of \\s as ECMA-262 or Python's re read it (ECMA's line
-# terminators U+2028/9, where "." stops, among them): what \\S, [^\\s] and "." leave out of
+# The non-ASCII characters of \s as ECMA-262 or Python's re read it (ECMA's line
+# terminators U+2028/9, where "." stops, among them): what \S, [^\s] and "." leave out of
 # the non-ASCII characters. A state looping on all other multi-byte characters accepts
 # every token subtree that holds none of these (see TokenTrie.suffix_space).
 NON_ASCII_SPACES: tuple[int, ...] = (
