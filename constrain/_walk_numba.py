@@ -7,7 +7,7 @@ import numba
 import numpy as np
 
 from .utf8 import NON_ASCII_ALL, NON_ASCII_BUT_SPACES, NON_ASCII_NONE
-from .walk_kernel import NON_ASCII_UNCHECKED, SMALL_SUBTREE, SPACES_CHECK_SUBTREE
+from .walk_kernel import NON_ASCII_UNCHECKED, SMALL_SUBTREE
 
 
 @numba.njit(cache=True, nogil=True, inline="always")
@@ -79,8 +79,7 @@ def _walk(  # type: ignore[no-untyped-def]
                     for s in range(start[node], end[node]):
                         _allow(s, string_token, dup_ptr, dup_token, words)
                     continue
-                if (loop_utf8[nxt] == NON_ASCII_UNCHECKED and subtree_valid[node]
-                        and end[node] - start[node] > SPACES_CHECK_SUBTREE):
+                if loop_utf8[nxt] == NON_ASCII_UNCHECKED and subtree_valid[node]:
                     # Worth stopping to learn whether nxt loops on all but the spaces.
                     pending_nodes[n_pending] = node
                     pending_states[n_pending] = state

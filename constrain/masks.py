@@ -805,17 +805,16 @@ class TokenMasks:
 
     def _settle_spaces(self, nodes: np.ndarray, states: np.ndarray) -> None:
         """:meth:`_check_spaces` for the ``states`` reached at ``nodes`` (after their
-        bytes) whose loops are not checked yet, where the subtree below is wide, holds
-        multi-byte characters and is valid UTF-8: only there can the answer accept it."""
+        bytes) whose loops are not checked yet, where the subtree below holds multi-byte
+        characters and is valid UTF-8: only there can the answer accept it."""
         unchecked = self._loop_utf8[states] == walk_kernel.NON_ASCII_UNCHECKED
         if not unchecked.any():
             return
         trie = self.trie
         asked = nodes[unchecked]
-        wide = ((trie.utf8_state[asked] == UTF8_BOUNDARY)
-                & (trie.end[asked] - trie.start[asked] > walk_kernel.SPACES_CHECK_SUBTREE)
-                & trie.suffix_non_ascii[asked] & trie.subtree_valid[asked])
-        for state in set(states[unchecked][wide].tolist()):
+        wanted = ((trie.utf8_state[asked] == UTF8_BOUNDARY)
+                  & trie.suffix_non_ascii[asked] & trie.subtree_valid[asked])
+        for state in set(states[unchecked][wanted].tolist()):
             self._check_spaces(state)
 
     def _walk_levels(self, state: int) -> np.ndarray:

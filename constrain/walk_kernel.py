@@ -23,10 +23,7 @@ import numpy as np
 
 from .utf8 import NON_ASCII_NONE, NON_ASCII_SPACES, UTF8_STEP
 
-__all__ = [
-    "NON_ASCII_UNCHECKED", "SPACES_CHECK_SUBTREE", "Exits", "TrieWalk", "available",
-    "self_looping",
-]
+__all__ = ["NON_ASCII_UNCHECKED", "Exits", "TrieWalk", "available", "self_looping"]
 
 # numba is optional (without it the numpy walk is used) and slow to import, so it is only
 # looked up here and imported on the first compiled walk.
@@ -54,11 +51,10 @@ def kernels() -> Any:
 # not checked yet: that check builds the rows of ~20 states inside characters, which a
 # state never walked into a multi-byte character does not need (checking every state
 # as its loop was learnt made the steps of word-count schemas slower), so it waits
-# until a walk meets a subtree of more than SPACES_CHECK_SUBTREE strings that only it
-# could accept whole (on 123 schemas whose patterns use \S or ".", time between masks
-# 0.965 at 32 against 256, 0.978 at 8 against 32).
+# until a walk meets a subtree that only it could accept whole. On 123 schemas whose
+# patterns use \S or ".", stopping there only above subtrees of more than 256 strings,
+# then 32, then 8, then any, read time between masks 0.965, 0.978 and 0.982 in turn.
 NON_ASCII_UNCHECKED = 3
-SPACES_CHECK_SUBTREE = 8
 # NON_ASCII_SPACES by code point, for the loop plan's kernel (all below U+10000).
 IS_SPACE = np.zeros(max(NON_ASCII_SPACES) + 1, dtype=np.bool_)
 IS_SPACE[list(NON_ASCII_SPACES)] = True

@@ -834,11 +834,11 @@ def test_unlisted_key_masks_from_the_free_string_equal_brute_force(
     assert composed, "no unlisted key's head was made from the free string's"
 
 
-# Tokens for loops that take every multi-byte character but the non-ASCII spaces: more
-# than SPACES_CHECK_SUBTREE strings below "日", none of them with an ASCII character
-# such loops leave, so that only a non-ASCII space (U+00A0, U+2028, U+3000, U+FEFF)
-# after the prefix keeps a subtree from being accepted whole; and shorter ones with
-# spaces, quotes and line breaks, and some cut inside a character.
+# Tokens for loops that take every multi-byte character but the non-ASCII spaces:
+# hundreds below "日", none of them with an ASCII character such loops leave, so that
+# only a non-ASCII space (U+00A0, U+2028, U+3000, U+FEFF) after the prefix keeps a
+# subtree from being accepted whole; and shorter ones with spaces, quotes and line
+# breaks, and some cut inside a character.
 _SPACED = ["\u00a0", "\u2028", "\u3000", "\ufeff"]
 _WORD = ["語", "本", "é", "ω", "ж", "ü", "😀", "a", "Z", "1", "ß", "ñ", "中", "文", "ф", "я"]
 _AFTER = [*_WORD[:8], " ", '"', "\n", *_SPACED]
@@ -846,7 +846,6 @@ _AFTER = [*_WORD[:8], " ", '"', "\n", *_SPACED]
 
 def _spaced_vocab(qwen_slice: Vocabulary) -> Vocabulary:
     texts = [f"日{x}{y}" for x in _WORD for y in [*_WORD, *_SPACED]]
-    assert len(texts) > walk_kernel.SPACES_CHECK_SUBTREE
     texts += [f"{x}{y}" for x in _AFTER for y in _AFTER] + ["日本語 x", "a b"]
     pieces = [t.encode() for t in texts]
     pieces += ["日".encode() + "語".encode()[:2], "\u2028".encode()[:2], "\u3000".encode()[:1]]
