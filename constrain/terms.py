@@ -1129,11 +1129,18 @@ class TermStore:
     def _length_bound(self, side: int, plain: int) -> tuple[int, int, int] | None:
         """``(C, hi, y)`` where ``side`` is ``C{0,hi}·y`` with ``y`` matching the empty
         string and every string of ``plain`` whole units ``C`` (see
-        :meth:`length_bound_reach`); ``None`` otherwise."""
+        :meth:`length_bound_reach`); ``None`` otherwise.
+
+        ``C{1,hi}`` alone counts as ``C{0,hi}`` where ``plain`` cannot be empty: then
+        every string of ``plain`` is one unit or more, so the lower bound holds of every
+        string both sides take (a string's ``minLength: 1`` under a pattern that needs a
+        character, whose first state was a walk through a count per byte)."""
         counted = self.counted_head(side)
         if counted is None:
             return None
         unit, lo, hi, after = counted
+        if lo == 1 and after == EPS and not self._nullable[plain]:
+            lo = 0
         if (lo or hi is None or not self._nullable[after] or self._nullable[unit]
                 or not self._copies_hold(plain, unit)):
             return None
