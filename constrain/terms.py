@@ -127,6 +127,7 @@ class TermStore:
         self._unbounded_flag = bytearray(2)
         self._copy_dfas: dict[int, list[list[tuple[int, int]]] | None] = {}
         self._whole_copies: dict[tuple[int, int], bool] = {}  # (term, item) -> see _copies_hold
+        self._fewest_copies: dict[tuple[int, int], int] = {}  # (term, item) -> see _least_copies
         self._fingerprints: dict[int, int] = {}  # term -> structure id
         self._fingerprint_generation = -1
         self._alphabets: dict[int, int] = {}
@@ -1131,20 +1132,44 @@ class TermStore:
         string and every string of ``plain`` whole units ``C`` (see
         :meth:`length_bound_reach`); ``None`` otherwise.
 
-        ``C{1,hi}`` alone counts as ``C{0,hi}`` where ``plain`` cannot be empty: then
-        every string of ``plain`` is one unit or more, so the lower bound holds of every
-        string both sides take (a string's ``minLength: 1`` under a pattern that needs a
-        character, whose first state was a walk through a count per byte)."""
+        ``C{lo,hi}`` alone counts as ``C{0,hi}`` where every string of ``plain`` has at
+        least ``lo`` units: then the lower bound holds of every string both sides take (a
+        string's ``minLength: 1`` under a pattern that needs a character, whose first state
+        was a walk through a count per byte; ``minLength: 2`` under ``[a-z]{2,64}``)."""
         counted = self.counted_head(side)
         if counted is None:
             return None
         unit, lo, hi, after = counted
-        if lo == 1 and after == EPS and not self._nullable[plain]:
-            lo = 0
-        if (lo or hi is None or not self._nullable[after] or self._nullable[unit]
+        if (hi is None or not self._nullable[after] or self._nullable[unit]
                 or not self._copies_hold(plain, unit)):
             return None
+        if lo and (after != EPS or self._least_copies(plain, unit) < lo):
+            return None
         return unit, hi, after
+
+    def _least_copies(self, term: int, item: int) -> int:
+        """At least how many copies of ``item`` every string of ``term`` is, for a term
+        of whole copies of the prefix code ``item`` (see :meth:`_copies_hold`), from its
+        shape: the sum over a concatenation and the least over a union of parts that are
+        whole copies alone, ``lo`` times an item's for a repeat, else one unless it may be
+        empty (memoized)."""
+        key = (term, item)
+        found = self._fewest_copies.get(key)
+        if found is not None:
+            return found
+        kind, args = self._kind[term], self._args[term]
+        copies = self._copy_dfas.get(item)
+        parts = cast(tuple[int, ...], args) if kind == _SEQ or kind == _ALT else ()
+        if copies and parts and all(self._whole_copies_of(part, item, copies, 4096)
+                                    for part in parts):
+            counts = [self._least_copies(part, item) for part in parts]
+            found = sum(counts) if kind == _SEQ else min(counts)
+        elif copies and kind == _REP and self._whole_copies_of(term, item, copies, 4096):
+            found = cast(int, args[1]) * self._least_copies(cast(int, args[0]), item)
+        else:
+            found = 0 if self._nullable[term] else 1
+        self._fewest_copies[key] = found
+        return found
 
     def _bytes_to_end(self, plain: int) -> int | None:
         """At least as many bytes as any state of the plain term ``plain`` (``plain`` or a

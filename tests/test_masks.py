@@ -440,25 +440,28 @@ def test_a_long_string_under_a_pattern_shares_its_masks_until_near_its_end(name:
     assert len(twins) <= most_twins  # not one per count
 
 
-@pytest.mark.parametrize("pattern, shared", [
-    ("^(?:\\S+\\s+){0,19}\\S+$", True),  # needs a character: minLength 1 says nothing more
-    ("^[a-z ]*$", False),  # may be empty: minLength 1 still tells the first state apart
+@pytest.mark.parametrize("pattern, min_length, shared", [
+    ("^(?:\\S+\\s+){0,19}\\S+$", 1, True),  # needs a character: minLength 1 says nothing more
+    ("^[a-z ]*$", 1, False),  # may be empty: minLength 1 still tells the first state apart
+    ("^[a-z ]{2,64}$", 2, True),  # two characters at least, escaped or not
+    ("^(?:\\S+\\s+){0,19}\\S+$", 2, False),  # one character may do
 ])
-def test_min_length_one_under_a_pattern_that_needs_a_character(pattern: str,
-                                                                shared: bool) -> None:
-    """``minLength: 1`` with a far ``maxLength`` over a pattern that cannot be empty: the
-    string's first state already shares the pattern's mask (a twin), as every later one
-    does; over a pattern that may be empty it may not. Exact either way (brute force)."""
+def test_min_length_under_a_pattern_that_needs_as_many_characters(
+        pattern: str, min_length: int, shared: bool) -> None:
+    """A ``minLength`` with a far ``maxLength`` over a pattern whose strings all have at
+    least that many characters: the string's first state already shares the pattern's
+    mask (a twin), as every later one does; where the pattern may be shorter it may not.
+    Exact either way (brute force)."""
     import constrain
 
-    schema = {"type": "string", "minLength": 1, "maxLength": 200, "pattern": pattern}
+    schema = {"type": "string", "minLength": min_length, "maxLength": 200, "pattern": pattern}
     tokens: list[bytes | None] = [b"a", b"ab", b" ", b"a b", b'"', b'a"', b'" ', b"x" * 20,
                                   b"x" * 20 + b'"', "é".encode(), b"\\n", b"\\u00e9", None]
     vocab = Vocabulary.from_token_bytes(tokens, eos_token_ids=[len(tokens) - 1])
     compiled = constrain.compile_json_schema(schema, vocab)
     automaton, masks = compiled.automaton, compiled._masks
     first = automaton.step_bytes(automaton.start, b'"')
-    later = [automaton.step_bytes(first, text) for text in (b"a", b"ab ", b"ab c")]
+    later = [automaton.step_bytes(first, text) for text in (b"ab", b"ab ", b"ab c")]
     longest = masks.trie.max_depth
     assert (automaton.bounded_twin(first, longest) != first) is shared
     assert all(automaton.bounded_twin(state, longest) != state for state in later)
