@@ -645,7 +645,7 @@ def _prefix_tree(entries: Sequence[tuple[Sequence[Any], Expr]], shared: Sequence
         if edge is not None and end - depth > 1:
             options.append(seq(edge(key[depth:end]), below))
         else:
-            options.append(seq(*(unit(key[d]) for d in range(depth, end)), below))
+            options.append(seq(*map(unit, key[depth:end]), below))
         i = j
     return alt(*options)
 

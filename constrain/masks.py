@@ -74,19 +74,29 @@ def eos_only_words(vocab: Vocabulary) -> np.ndarray:
     >>> eos_only_words(v).tolist()
     [6]
     """
+    return _eos_entry(vocab)[0]
+
+
+def _eos_entry(vocab: Vocabulary) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+    """:func:`eos_only_words`, and the words that hold EOS ids with their values: where
+    masks of a few states are made at once, EOS is set in those words alone."""
     key = (vocab.fingerprint, vocab.size)
     found = _eos_only.get(key)
     if found is None:
-        found = np.zeros(mask_words(vocab.size), dtype=np.int32)
-        set_bits(found, np.array(sorted(vocab.eos_token_ids), dtype=np.int64))
-        found.flags.writeable = False
+        words = np.zeros(mask_words(vocab.size), dtype=np.int32)
+        set_bits(words, np.array(sorted(vocab.eos_token_ids), dtype=np.int64))
+        columns = np.flatnonzero(words)
+        values = words[columns]
+        for array in (words, columns, values):
+            array.flags.writeable = False
+        found = (words, columns, values)
         if len(_eos_only) >= 64:  # a bound, for processes that load many vocabularies
             _eos_only.clear()
         _eos_only[key] = found
     return found
 
 
-_eos_only: dict[tuple[str, int], np.ndarray] = {}
+_eos_only: dict[tuple[str, int], tuple[np.ndarray, np.ndarray, np.ndarray]] = {}
 
 
 class TokenMasks:
@@ -111,7 +121,7 @@ class TokenMasks:
         self._measured = self._measured_entries = 0
         self._next_measure = max(1, max_memory // self._row_bytes)
         self._noted = 0  # entries the compiled-constraint cache was told of
-        self._eos_words = eos_only_words(vocab)
+        self._eos_words, self._eos_columns, self._eos_values = _eos_entry(vocab)
         self._masks: dict[int, np.ndarray] = {}
         # Reentrant: a union's mask is made from its members' masks (see _union_mask).
         self._lock = threading.RLock()
@@ -404,12 +414,9 @@ class TokenMasks:
                 # regex's walk. Each mask is a read-only row of the batch's array; EOS
                 # is set in the few words that hold EOS ids, not over whole rows.
                 packed = words[:done].view(np.int32)
-                ending = [i for i, state in enumerate(chunk[:done])
-                          if automaton.is_accepting(state)]
-                if ending:
-                    eos = self._eos_words
-                    for word in np.flatnonzero(eos).tolist():
-                        packed[ending, word] |= eos[word]
+                ending = np.flatnonzero(automaton.accepting_flags()[chunk[:done]])
+                if len(ending):
+                    packed[ending[:, None], self._eos_columns] |= self._eos_values
                 packed.flags.writeable = False
                 for row, state in zip(packed, chunk[:done]):
                     self._masks[state] = row

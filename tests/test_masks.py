@@ -313,19 +313,26 @@ def test_masks_made_ahead_in_batches_equal_brute_force(
         return done
 
     monkeypatch.setattr(walk_kernel.TrieWalk, "whole", counting)
-    masks = TokenMasks(automaton_for(spec), real_slice, use_compiled=True)
+    # Two EOS ids in different words, which a state that may end sets both of.
+    table = [*real_slice.token_bytes, *[None] * 40]
+    size = len(table)
+    vocab = Vocabulary.from_token_bytes(table, eos_token_ids=[size - 41, size - 1],
+                                        special_token_ids=range(size - 40, size - 1))
+    masks = TokenMasks(automaton_for(spec), vocab, use_compiled=True)
     assert masks.build_all(128)
     states = list(range(1, masks.automaton.num_states))
     assert masks.precompute(60.0) >= len(states)
     assert batched or all(walk_kernel.self_looping(masks.automaton.table, masks._loop_arrays(),
                                                    s) for s in states)
     made = dict(masks._masks)
+    eos = masks._eos_words
+    assert len(np.flatnonzero(eos)) == 2
     for state in states:
-        expected = brute_allowed(masks.automaton, real_slice, state)
-        got = mask_bits(made[state], real_slice.size)
+        expected = brute_allowed(masks.automaton, vocab, state)
+        got = mask_bits(made[state], vocab.size)
         assert np.array_equal(np.sort(expected), got), (state, spec)
         ends = masks.automaton.is_accepting(state)
-        assert bool((made[state] & masks._eos_words).any()) == ends
+        assert np.array_equal(made[state] & eos, eos if ends else 0 * eos), (state, spec)
 
 
 def test_masks_made_ahead_stop_at_the_deadline(qwen_slice: Vocabulary) -> None:
