@@ -19,6 +19,7 @@ from __future__ import annotations
 
 from collections.abc import Callable, Hashable, Iterable, Mapping, Sequence
 from dataclasses import dataclass, field
+from functools import partial
 from itertools import pairwise
 from operator import itemgetter
 from typing import Any, Union
@@ -48,6 +49,7 @@ __all__ = [
     "children",
     "complement",
     "contents",
+    "held",
     "inside",
     "intersect",
     "intersect_ranges",
@@ -272,6 +274,23 @@ class Lazy:
             in_needs = _contents_of(needs, False)
             found = None if in_needs is None else (found[0], in_needs[1])
         _set_field(self, "_contents", found)
+
+
+def held(key: Hashable, expr: Expr, *, nullable: bool, needs: tuple[Expr, ...] = ()) -> Lazy:
+    """A :class:`Lazy` node standing for ``expr``, an expression made already: an
+    automaton converts it only when matching first reaches it (where converting is the
+    cost, ``expr`` being large or shared by many places that matching seldom reaches).
+
+    >>> from constrain.automaton import Automaton
+    >>> node = held("ab", literal("ab"), nullable=False)
+    >>> Automaton(Grammar.single(seq(node, literal("!")))).matches(b"ab!")
+    True
+    """
+    return Lazy(key, partial(_itself, expr), nullable=nullable, parts=(expr,), needs=needs)
+
+
+def _itself(expr: Expr) -> Expr:
+    return expr
 
 
 Expr = Union[Chars, Bytes, Seq, Alt, Repeat, And, Not, Ref, Lazy]  # noqa: UP007 (a runtime alias)

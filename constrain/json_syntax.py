@@ -22,17 +22,17 @@ from __future__ import annotations
 import threading
 from collections import OrderedDict
 from collections.abc import Sequence
-from functools import lru_cache, partial
+from functools import lru_cache
 from typing import NamedTuple
 
 from .grammar import (
     EMPTY,
     NOTHING,
     Expr,
-    Lazy,
     RuleLibrary,
     alt,
     chars,
+    held,
     intersect,
     literal,
     optional,
@@ -183,9 +183,8 @@ class JsonSyntax:
         found = self._key_runs.get(codes)
         if found is None:
             units = seq(*map(self._key_unit, codes))
-            found = self._key_runs[codes] = Lazy(
-                (self._key_family, codes), partial(_held, units), nullable=False,
-                parts=(units,))
+            found = self._key_runs[codes] = held((self._key_family, codes), units,
+                                                 nullable=False)
         return found
 
     def separated(self, item: Expr) -> Expr:
@@ -212,8 +211,3 @@ class JsonSyntax:
         A grammar that includes them names :attr:`library`."""
         return dict(self.library.rules)
 
-
-def _held(expr: Expr) -> Expr:
-    """``expr`` itself: the build of a :class:`~constrain.grammar.Lazy` node made from a
-    known expression (see :meth:`JsonSyntax.keyed`)."""
-    return expr

@@ -1357,6 +1357,47 @@ def test_many_required_keys_in_any_order(qwen_vocab: Any) -> None:
     assert automaton.matches(once.encode()) and not automaton.matches(twice.encode())
 
 
+def _many_structured_members(n: int) -> Any:
+    """An object of ``n`` optional keys (past MAX_SUBSET_KEYS: untracked), each holding a
+    different object with an array of objects inside."""
+    def value(i: int) -> Any:
+        return {"type": "object", "additionalProperties": False,
+                "properties": {f"a{i}": {"type": "string"}, "b": {"type": "integer"},
+                               "c": {"type": "array", "items": {
+                                   "type": "object", "required": [f"x{i}"],
+                                   "properties": {f"x{i}": {"type": "boolean"}}}}}}
+    return {"type": "object", "additionalProperties": False,
+            "properties": {f"p{i}": value(i) for i in range(n)}}
+
+
+def test_structured_values_of_untracked_keys_are_built_when_their_key_is_read(
+        qwen_vocab: Any) -> None:
+    """An untracked key's object or array value is converted when decoding first reads
+    the key, not at compile: twelve more such keys add their keys' terms only; the
+    language is the same (jsonschema's verdicts, token by token)."""
+    from constrain import compile_json_schema
+
+    byte_vocab = Vocabulary.from_token_bytes([bytes([b]) for b in range(256)] + [None],
+                                             eos_token_ids=[256])
+    compiled = {n: compile_json_schema(_many_structured_members(n), byte_vocab)
+                for n in (12, 24)}
+    terms = {n: c.info().terms_built for n, c in compiled.items()}
+    # Built at compile, each value costs ~37 terms here (~450 for twelve); its key ~3.
+    assert terms[24] - terms[12] < 150, terms
+    matcher = compiled[24].matcher()
+    for byte in b'{"p5": {"a5": "x", "c": [{"x5": true}]}, "p7": {}}':
+        assert matcher.advance(byte), byte
+    assert matcher.is_accepting()
+    assert compiled[24].info().terms_built > terms[24] + 100  # p5's and p7's values now
+    schema = _many_structured_members(12)
+    _agrees_token_by_token(schema, qwen_vocab, [
+        {"p3": {"a3": "s", "b": 2, "c": [{"x3": False}, {"x3": True}]}, "p0": {}},
+        {"p11": {"c": []}, "p2": {"b": -1}, "p11 ": {}},
+        {"p1": {"a1": 1}}, {"p1": {"c": [{}]}}, {"p4": {"a3": "s"}}, {"p9": []},
+        {"p6": {"b": 1.5}}, {"p8": {"c": [{"x8": None}]}},
+    ])
+
+
 def test_emptiness_search_finds_a_short_witness_under_recursion(qwen_vocab: Any) -> None:
     # A oneOf between recursive documents (keys not starting with "$") and "$date"
     # objects: the masks' states hold a difference whose emptiness search went depth
