@@ -1359,15 +1359,16 @@ def test_many_required_keys_in_any_order(qwen_vocab: Any) -> None:
 
 def _many_structured_members(n: int) -> Any:
     """An object of ``n`` optional keys (past MAX_SUBSET_KEYS: untracked), each holding a
-    different object with an array of objects inside."""
+    different object with an array of objects inside, and unlisted keys holding arrays of
+    another such object."""
     def value(i: int) -> Any:
         return {"type": "object", "additionalProperties": False,
                 "properties": {f"a{i}": {"type": "string"}, "b": {"type": "integer"},
                                "c": {"type": "array", "items": {
                                    "type": "object", "required": [f"x{i}"],
                                    "properties": {f"x{i}": {"type": "boolean"}}}}}}
-    return {"type": "object", "additionalProperties": False,
-            "properties": {f"p{i}": value(i) for i in range(n)}}
+    return {"type": "object", "properties": {f"p{i}": value(i) for i in range(n)},
+            "additionalProperties": {"type": "array", "items": value(n)}}
 
 
 def test_structured_values_of_untracked_keys_are_built_when_their_key_is_read(
@@ -1385,7 +1386,7 @@ def test_structured_values_of_untracked_keys_are_built_when_their_key_is_read(
     # Built at compile, each value costs ~37 terms here (~450 for twelve); its key ~3.
     assert terms[24] - terms[12] < 150, terms
     matcher = compiled[24].matcher()
-    for byte in b'{"p5": {"a5": "x", "c": [{"x5": true}]}, "p7": {}}':
+    for byte in b'{"p5": {"a5": "x", "c": [{"x5": true}]}, "p7": {}, "q": [{"b": 3}]}':
         assert matcher.advance(byte), byte
     assert matcher.is_accepting()
     assert compiled[24].info().terms_built > terms[24] + 100  # p5's and p7's values now
@@ -1395,6 +1396,8 @@ def test_structured_values_of_untracked_keys_are_built_when_their_key_is_read(
         {"p11": {"c": []}, "p2": {"b": -1}, "p11 ": {}},
         {"p1": {"a1": 1}}, {"p1": {"c": [{}]}}, {"p4": {"a3": "s"}}, {"p9": []},
         {"p6": {"b": 1.5}}, {"p8": {"c": [{"x8": None}]}},
+        {"other": [{"a12": "s", "c": [{"x12": False}]}], "p1": {}}, {"other": [{"a1": "s"}]},
+        {"other": {"a12": "s"}}, {"p0": {}, "other": [], "more": [{"b": 2}, {"c": [{}]}]},
     ])
 
 
