@@ -318,7 +318,7 @@ def _choice(syn: JsonSyntax, members: Sequence[Member], indices: Iterable[int],
 
     With a ``family`` (an object naming these nodes, in a language that may hold lazy
     ones), the colon and value of each listed key whose member is ``deferred`` are a
-    :class:`~constrain.grammar.Lazy` node, converted when decoding first reads the key:
+    :func:`~constrain.grammar.held` node, converted when decoding first reads the key:
     the structured values of a large object's optional keys (past
     :data:`MAX_SUBSET_KEYS`) then cost nothing at compile."""
     named: list[tuple[str, Expr]] = []
@@ -333,7 +333,6 @@ def _choice(syn: JsonSyntax, members: Sequence[Member], indices: Iterable[int],
         else:
             rest.append(_text(syn, m))
     return alt(syn.keyed(named), *rest)
-
 
 
 def _any_order(syn: JsonSyntax, members: Sequence[Member], required: Sequence[bool],
