@@ -756,8 +756,7 @@ class Compiler:
             allowed.add(key)
             if key in spec.required:
                 required_values[key] = value
-            listed.append(Member(key, value.expr(), key in spec.required,
-                                 deferred="object" in value.parts or "array" in value.parts))
+            listed.append(Member(key, value.expr(), key in spec.required))
         regions = spec.regions(self._patterns_overlap)
         extras: list[Member] = []
         if regions is None:

@@ -66,7 +66,6 @@ from .grammar import (
     Seq,
     alt,
     complement,
-    held,
     intersect,
     literal,
     prefix_tree,
@@ -233,12 +232,6 @@ class Member:
     key: str | Expr
     value: Expr
     required: bool = False
-    deferred: bool = False
-    """Whether the value is a structure (an object or an array may be one): where the
-    object allows lazy nodes and the member is not tracked, its colon and value are then
-    converted only when decoding first reads its key (see :func:`_choice`). A scalar
-    value stays inline: the key, its colon and the value's start are one text whose
-    walks are shared, where a lazy node would split them."""
 
 
 def object_language(syn: JsonSyntax, listed: Sequence[Member], extras: Sequence[Member],
@@ -311,25 +304,15 @@ def _text(syn: JsonSyntax, m: Member) -> Expr:
     return syn.member(key, m.value)
 
 
-def _choice(syn: JsonSyntax, members: Sequence[Member], indices: Iterable[int],
-            family: object | None = None) -> Expr:
+def _choice(syn: JsonSyntax, members: Sequence[Member], indices: Iterable[int]) -> Expr:
     """One member among ``indices``; listed keys share a trie, so a derivative follows only
-    the keys that match the text read so far.
-
-    With a ``family`` (an object naming these nodes, in a language that may hold lazy
-    ones), the colon and value of each listed key whose member is ``deferred`` are a
-    :func:`~constrain.grammar.held` node, converted when decoding first reads the key:
-    the structured values of a large object's optional keys (past
-    :data:`MAX_SUBSET_KEYS`) then cost nothing at compile."""
+    the keys that match the text read so far."""
     named: list[tuple[str, Expr]] = []
     rest: list[Expr] = []
     for i in indices:
         m = members[i]
         if isinstance(m.key, str):
-            after: Expr = seq(syn.colon, m.value)
-            if family is not None and m.deferred:
-                after = held((family, "value", i), after, nullable=False, needs=(m.value,))
-            named.append((m.key, after))
+            named.append((m.key, seq(syn.colon, m.value)))
         else:
             rest.append(_text(syn, m))
     return alt(syn.keyed(named), *rest)
@@ -373,9 +356,7 @@ class _AnyOrder:
         self.track = list(track)
         self.bit = {i: 1 << j for j, i in enumerate(self.track)}
         self.untracked = [i for i in range(len(members)) if i not in self.bit]
-        self.family = object()  # names this object's nodes
-        self.other = (_choice(syn, members, self.untracked, self.family) if self.untracked
-                      else NOTHING)
+        self.other = _choice(syn, members, self.untracked) if self.untracked else NOTHING
         self.more_others = star(seq(syn.comma, self.other)) if self.untracked else EMPTY
         self.must = sum(self.bit[i] for i in self.track if required[i])
         # One expression, made once, for thousands of nodes: a node judges its parts one
@@ -383,6 +364,7 @@ class _AnyOrder:
         # square of the keys.
         self.parts = (Seq((syn.comma, syn.colon, self.other,
                            *(members[i].value for i in self.track))),)
+        self.family = object()  # names this object's nodes
         self._unwritten: dict[int, tuple[Expr]] = {}
 
     def required_left(self, seen: int) -> tuple[Expr]:
