@@ -650,7 +650,7 @@ class Automaton:
                 return None
             base_state = self._intern((base,))
             row = self.row(base_state).copy()
-            if row[positions].any():
+            if np.count_nonzero(row[positions]):
                 return None
             successors = self._successors[base_state]
         if after != DEAD_STACK:

@@ -223,7 +223,7 @@ class CountedRuns:
                 # No byte may start both a copy and what follows the run, or a token's
                 # copies would depend on the count it starts from.
                 follows = self._automaton.row(states[1]) != Automaton.DEAD
-                if not (follows & profile.starts).any():
+                if not np.count_nonzero(follows & profile.starts):
                     loop = states[0]
             self._loops[key] = loop
         loop = self._loops[key]

@@ -815,7 +815,9 @@ class TokenMasks:
         bytes) whose loops are not checked yet, where the subtree below holds multi-byte
         characters and is valid UTF-8: only there can the answer accept it."""
         unchecked = self._loop_utf8[states] == walk_kernel.NON_ASCII_UNCHECKED
-        if not unchecked.any():
+        # count_nonzero, not .any(), on the small arrays of every new state's checks:
+        # ~0.8 µs a call instead of ~2 (.any() goes through numpy's Python wrapper).
+        if not np.count_nonzero(unchecked):
             return
         trie = self.trie
         asked = nodes[unchecked]
@@ -933,7 +935,7 @@ class TokenMasks:
         cost more than the work."""
         loops = self.automaton.row(state)[:128] == state
         ascii_bits = 0
-        if loops.any():
+        if np.count_nonzero(loops):
             ascii_bits = int.from_bytes(np.packbits(loops, bitorder="little").tobytes(), "little")
         self._settle_loop(state, ascii_bits)
 
@@ -989,13 +991,13 @@ class TokenMasks:
             row = self.automaton.row(image[source])
             successors = row[first : last + 1]
             successor = int(successors[0])
-            if successor == Automaton.DEAD or (successors != successor).any():
+            if successor == Automaton.DEAD or np.count_nonzero(successors != successor):
                 break
             if image.setdefault(target, successor) != successor:
                 break
         else:
             return NON_ASCII_ALL
-        if (self.automaton.row(state)[0xC2:0xF5] == Automaton.DEAD).any():
+        if np.count_nonzero(self.automaton.row(state)[0xC2:0xF5] == Automaton.DEAD):
             return NON_ASCII_NONE  # a lead byte no character may start with
         return walk_kernel.NON_ASCII_UNCHECKED  # see _check_spaces
 
@@ -1018,7 +1020,7 @@ class TokenMasks:
         for first, last, children in tree:
             successors = row[first : last + 1]
             successor = int(successors[0])
-            if successor == Automaton.DEAD or (successors != successor).any():
+            if successor == Automaton.DEAD or np.count_nonzero(successors != successor):
                 return False
             if not children:
                 if successor != loop:
