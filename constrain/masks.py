@@ -400,7 +400,14 @@ class TokenMasks:
                     left.append(state)
                 else:
                     batch.append(state)
-            first, size = 0, _FIRST_BATCH
+            # One kernel call where no state reads a run of many characters (a date, a
+            # number, a choice set: a few µs of walk each, less than a call's own cost);
+            # else a small first call whose pace sizes the next.
+            lo, hi, utf8 = self._loop_lo, self._loop_hi, self._loop_utf8
+            cheap = all(utf8.item(s) == NON_ASCII_NONE
+                        and int(lo.item(s)).bit_count() + int(hi.item(s)).bit_count()
+                        <= _CHEAP_RUN_CHARS for s in batch)
+            first, size = 0, len(batch) if cheap else _FIRST_BATCH
             while first < len(batch):
                 began = time.perf_counter()
                 if began > deadline:
@@ -1036,6 +1043,8 @@ _LOOP_CAPACITY = 64
 # Masks made by the first kernel call when a small automaton's are made ahead; each
 # call's pace sizes the next.
 _FIRST_BATCH = 2
+# A run of at most this many ASCII characters walks few tokens (digits, hex digits).
+_CHEAP_RUN_CHARS = 22
 # Up to this many states' loops are learnt one at a time (see _learn_loop).
 _SCALAR_LOOPS = 4
 # Head plans kept per vocabulary across constraints (each holds a mask row, ~19 KB on a
