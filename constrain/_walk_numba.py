@@ -253,35 +253,45 @@ def _walk_states(  # type: ignore[no-untyped-def]
     byte, terminal, child_lo, child_hi, start, end, utf8_state,
     suffix_lo, suffix_hi, suffix_non_ascii, suffix_chars, suffix_space, subtree_valid,
     stack_nodes, stack_states, num_roots, string_token, dup_ptr, dup_token,
-    states, seed_lo, seed_hi, seed_nodes, masks, pending_nodes, pending_states, accepting,
-    exits,
+    plan, seed_nodes, seed_masks, masks, pending_nodes, pending_states, accepting,
+    eos_columns, eos_values,
 ):  # pragma: no cover - compiled
-    """One walk per state of ``states`` into the uint32 rows of ``masks``, in one call:
-    from every root, or, where ``seed_lo[i] >= 0``, from the subtrees of the nodes
-    ``seed_nodes[seed_lo[i]:seed_hi[i]]`` only (a loop plan's exits). Returns how
-    many states were walked to the end: the walk of the next one stopped for something
-    only Python can build (its row in ``masks`` is partial)."""
-    for i in range(len(states)):
-        state = states[i]
+    """One walk per state into the uint32 rows of ``masks``, in one call. ``plan`` holds
+    four numbers per state: the state; the first and one past the last of its seeds in
+    ``seed_nodes`` (a loop plan's exits), from whose subtrees alone it is walked, or -1
+    to walk it from every root; and the row of ``seed_masks`` (the loop plan's tokens)
+    its mask starts from, or -1. A state that ``accepting`` says may end gets the EOS
+    bits (``eos_values`` in the words ``eos_columns``). Returns how many states were
+    walked to the end: the walk of the next one stopped for something only Python can
+    build (its row in ``masks`` is partial)."""
+    for i in range(len(plan) // 4):
+        state = plan[4 * i]
         seed_state = state
         depth0 = 0
-        if seed_lo[i] >= 0:
+        words = masks[i]
+        if plan[4 * i + 1] >= 0:
             seed_state = -1
-            for k in range(seed_lo[i], seed_hi[i]):
+            for k in range(plan[4 * i + 1], plan[4 * i + 2]):
                 stack_nodes[depth0] = seed_nodes[k]
                 stack_states[depth0] = state
                 depth0 += 1
+            loop = seed_masks[plan[4 * i + 3]]
+            for w in range(len(words)):
+                words[w] |= loop[w]
         n_pending, _ = _walk(
             rows, loop_lo, loop_hi, loop_utf8, loop_budget, loop_known,
             byte, terminal, child_lo, child_hi, start, end, utf8_state,
             suffix_lo, suffix_hi, suffix_non_ascii, suffix_chars, suffix_space, subtree_valid,
             stack_nodes, stack_states, depth0, seed_state, num_roots,
-            string_token, dup_ptr, dup_token, masks[i], pending_nodes, pending_states,
-            accepting, exits, -1,
+            string_token, dup_ptr, dup_token, words, pending_nodes, pending_states,
+            accepting, stack_nodes, -1,
         )
         if n_pending:
             return i
-    return len(states)
+        if accepting[state]:
+            for k in range(len(eos_columns)):
+                words[eos_columns[k]] |= eos_values[k]
+    return len(plan) // 4
 
 
 @numba.njit(cache=True, nogil=True)

@@ -122,6 +122,7 @@ class TokenMasks:
         self._next_measure = max(1, max_memory // self._row_bytes)
         self._noted = 0  # entries the compiled-constraint cache was told of
         self._eos_words, self._eos_columns, self._eos_values = _eos_entry(vocab)
+        self._eos_values_u32 = self._eos_values.view(np.uint32)  # as the kernel ORs them
         self._masks: dict[int, np.ndarray] = {}
         # Reentrant: a union's mask is made from its members' masks (see _union_mask).
         self._lock = threading.RLock()
@@ -362,7 +363,8 @@ class TokenMasks:
         if not self.automaton.build_all(limit):
             return False
         # Every state is new and has its row: no filtering of the known ones first.
-        self._learn_loops(np.arange(1, self.automaton.num_states), self.automaton.table)
+        last = self.automaton.num_states
+        self._learn_loops(np.arange(1, last), self.automaton.table[1:last])
         return True
 
     def precompute(self, seconds: float) -> int:
@@ -416,14 +418,12 @@ class TokenMasks:
                 first += len(chunk)
                 self._sync(None)
                 words = np.zeros((len(chunk), self.words), dtype=np.uint32)
-                done = walk.whole(automaton.table, self._loop_arrays(), chunk, words)
+                done = walk.whole(automaton.table, self._loop_arrays(), chunk, words,
+                                  automaton.accepting_flags(), self._eos_columns,
+                                  self._eos_values_u32)
                 # Whole arrays at once: per-state numpy calls cost more than a small
-                # regex's walk. Each mask is a read-only row of the batch's array; EOS
-                # is set in the few words that hold EOS ids, not over whole rows.
-                packed = words[:done].view(np.int32)
-                ending = np.flatnonzero(automaton.accepting_flags()[chunk[:done]])
-                if len(ending):
-                    packed[ending[:, None], self._eos_columns] |= self._eos_values
+                # regex's walk. Each mask is a read-only row of the batch's array.
+                packed = words.view(np.int32)
                 packed.flags.writeable = False
                 for row, state in zip(packed, chunk[:done]):
                     self._masks[state] = row
@@ -929,7 +929,7 @@ class TokenMasks:
                     self._learn_loop(state)
             else:
                 unknown = np.unique(unknown)
-                self._learn_loops(unknown, self.automaton.rows_for(unknown))
+                self._learn_loops(unknown, self.automaton.rows_for(unknown)[unknown])
             # Loop checks may have built new states; the kernel indexes these arrays by state.
             self._sync(None)
 
@@ -946,11 +946,11 @@ class TokenMasks:
             ascii_bits = int.from_bytes(np.packbits(loops, bitorder="little").tobytes(), "little")
         self._settle_loop(state, ascii_bits)
 
-    def _learn_loops(self, states: np.ndarray, table: np.ndarray) -> None:
+    def _learn_loops(self, states: np.ndarray, rows: np.ndarray) -> None:
         """:meth:`_learn_loop` for many distinct states at once (a whole small automaton),
-        whose rows ``table`` holds: which ASCII bytes loop back is one comparison over all
-        their rows."""
-        loops = table[states, :128] == states[:, None]
+        whose ``rows`` are given in the same order: which ASCII bytes loop back is one
+        comparison over all of them."""
+        loops = rows[:, :128] == states[:, None]
         halves = np.packbits(loops, axis=1, bitorder="little").view("<u8").tolist()
         learnt = [self._loop_facts(state, low | high << 64)
                   for (low, high), state in zip(halves, states.tolist())]
@@ -991,6 +991,8 @@ class TokenMasks:
         (a level of walk_kernel): all, through one automaton state per UTF-8 decoder
         state; else "not checked yet" whether all but the non-ASCII spaces do (as \\S
         and ECMA's "." read them; see :meth:`_check_spaces`)."""
+        if self.automaton.row(state).item(0xC2) == Automaton.DEAD:
+            return NON_ASCII_NONE  # an ASCII pattern's: no lead byte to follow
         if self.automaton.loops_on_multibyte_chars(state):
             return NON_ASCII_ALL  # no rows built for the states inside characters
         image = {UTF8_BOUNDARY: state}

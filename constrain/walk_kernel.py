@@ -146,36 +146,50 @@ class TrieWalk:
         return self._run(rows, loops, -1, count, words, 1, exits)
 
     def whole(self, rows: np.ndarray, loops: tuple[np.ndarray, ...], states: list[int],
-              masks: np.ndarray) -> int:
+              masks: np.ndarray, accepting: np.ndarray, eos_columns: np.ndarray,
+              eos_values: np.ndarray) -> int:
         """What :meth:`start` does for each of ``states``, into the matching uint32 row
-        of ``masks``, in one kernel call (without exits); returns how many were walked to
+        of ``masks``, in one kernel call (without exits), with the EOS bits (``eos_values``
+        in the words ``eos_columns``, uint32) set in the rows of states that
+        ``accepting`` (indexed by state) says may end; returns how many were walked to
         the end. The walk of the next one stopped at a row or a loop not known yet, and
         its row of ``masks`` is partial."""
         kernel = kernels()._walk_states
-        # A list, checked in Python: the numpy calls cost more than a small regex's walk.
+        # Lists, checked and packed in Python: each numpy call costs more than a small
+        # regex's walk, ten times more right after a collection.
         if states and max(states) >= len(rows):
             raise IndexError("trie walk started from a state the row table does not hold")
-        bounds = np.full((2, len(states)), -1, dtype=np.int64)  # -1: from every root
-        seed_lo, seed_hi = bounds
-        seeds: list[np.ndarray] = []
-        filled = 0
-        for i, state in enumerate(states):
-            if self_looping(rows, loops, state):
-                allowed, loop_exits = self.loop_plan(
-                    int(loops[0][state]), int(loops[1][state]), int(loops[2][state]),
-                    masks.shape[1],
-                )
-                masks[i] |= allowed
-                seeds.append(loop_exits)
-                seed_lo[i] = filled
-                filled += len(loop_exits)
-                seed_hi[i] = filled
-        seed_nodes = np.concatenate(seeds) if seeds else _NO_SEEDS
-        stack_nodes, stack_states, pending_nodes, pending_states, exit_nodes = self._buffers()
+        plan: list[int] = []
+        # Distinct loop plans, by id of their exits: states looping on one class (the
+        # common case) share its exits and its tokens.
+        rows_of_plans: dict[int, int] = {}
+        seeds: list[tuple[np.ndarray, np.ndarray]] = []
+        offsets = [0]
+        for state in states:
+            if not self_looping(rows, loops, state):
+                plan += (state, -1, -1, -1)
+                continue
+            allowed, loop_exits = self.loop_plan(
+                loops[0].item(state), loops[1].item(state), loops[2].item(state),
+                masks.shape[1],
+            )
+            row = rows_of_plans.setdefault(id(loop_exits), len(seeds))
+            if row == len(seeds):
+                seeds.append((allowed, loop_exits))
+                offsets.append(offsets[-1] + len(loop_exits))
+            plan += (state, offsets[row], offsets[row + 1], row)
+        if not seeds:
+            seed_nodes, seed_masks = _NO_SEEDS, _NO_SEED_MASKS
+        elif len(seeds) == 1:
+            seed_nodes, seed_masks = seeds[0][1], seeds[0][0].reshape(1, -1)
+        else:
+            seed_nodes = np.concatenate([s[1] for s in seeds])
+            seed_masks = np.stack([s[0] for s in seeds])
+        stack_nodes, stack_states, pending_nodes, pending_states, _ = self._buffers()
         return int(kernel(rows, *loops, *self._nodes, stack_nodes, stack_states,
-                          self._num_roots, *self._strings, np.array(states, dtype=np.int64),
-                          seed_lo, seed_hi, seed_nodes, masks, pending_nodes, pending_states,
-                          _NO_ACCEPTING, exit_nodes))
+                          self._num_roots, *self._strings, np.array(plan, dtype=np.int64),
+                          seed_nodes, seed_masks, masks, pending_nodes, pending_states,
+                          accepting, eos_columns, eos_values))
 
     def text(self, table: Any, items: np.ndarray, first: int, seeds: np.ndarray | None,
              words: np.ndarray) -> np.ndarray:
@@ -277,3 +291,4 @@ class Exits:
 
 _NO_ACCEPTING = np.zeros(1, dtype=bool)
 _NO_SEEDS = np.zeros(0, dtype=np.int64)
+_NO_SEED_MASKS = np.zeros((0, 0), dtype=np.uint32)

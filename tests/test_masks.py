@@ -307,8 +307,8 @@ def test_masks_made_ahead_in_batches_equal_brute_force(
     batched: list[int] = []
     whole = walk_kernel.TrieWalk.whole
 
-    def counting(self: Any, rows: Any, loops: Any, states: list[int], words: Any) -> int:
-        done = whole(self, rows, loops, states, words)
+    def counting(self: Any, rows: Any, loops: Any, states: list[int], *rest: Any) -> int:
+        done = whole(self, rows, loops, states, *rest)
         batched.extend(states[:done])
         return done
 
