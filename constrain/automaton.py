@@ -285,6 +285,10 @@ class Automaton:
         # The distinct live successors of each built row, as it was built (build_all walks
         # them; reading them back from a 256-entry row costs more than the row took).
         self._successors: dict[int, tuple[int, ...]] = {}
+        # The ASCII bytes that lead from a state back to itself, as its row was built from
+        # its derivative (the mask engine asks of every state; reading them back from the
+        # row is three numpy calls).
+        self._self_loops: dict[int, int] = {}
         self._codes: dict[int, Code | None] = {}
         # Per (unit, pattern term): the fewest units left found enough to end, the most
         # found too few (see fits_length_bound).
@@ -597,35 +601,44 @@ class Automaton:
                 return
             run = self._byte_run_row(state)
             if run is not None:
-                self._rows[state], self._successors[state] = run
+                self._rows[state], self._successors[state], loop = run
+                if loop is not None:
+                    self._self_loops[state] = loop
                 return
             pieces: list[tuple[int, Stack]] = []
             for stack in self._config_of(state):
                 self._stack_pieces(stack, pieces)
             row = np.zeros(256, dtype=np.int32)
             successors = []
+            loop = 0
             if _disjoint(pieces):  # the common case: one frame's derivative, no merging
                 for bits, stack in pieces:
                     if stack != DEAD_STACK:
                         target = self._intern((stack,))
                         _set_row(row, bits, target)
                         successors.append(target)
+                        if target == state:
+                            loop |= bits
             else:
                 for bits, members in _partition(pieces):
                     target = self._intern(_config(members))
                     _set_row(row, bits, target)
                     successors.append(target)
+                    if target == state:
+                        loop |= bits
             self._rows[state] = row
             self._successors[state] = tuple(successors)
+            self._self_loops[state] = loop & _ASCII_BYTES
 
-    def _byte_run_row(self, state: int) -> tuple[np.ndarray, tuple[int, ...]] | None:
+    def _byte_run_row(self, state: int) -> tuple[np.ndarray, tuple[int, ...], int | None] | None:
         """The row of a state whose only stack has ``x{lo,hi}·tail`` on top, for a class
         ``x`` of single bytes, built without derivatives: a byte of ``x`` counts one down,
         and (when ``lo`` is 0) every other byte does what it does after the run, which is
         the row of the state with ``tail`` on top, shared by all the counts. Bounded
         whitespace in JSON makes twenty such states at every gap; this is ~10× cheaper than
         deriving each. ``None`` where the shortcut does not apply (the run's bytes also
-        start the tail, or any other shape)."""
+        start the tail, or any other shape); else the row, its successors, and the ASCII
+        bytes that lead back to ``state`` (``None``: not known without reading the row)."""
         config = self._config_of(state)
         if len(config) != 1:
             return None
@@ -641,6 +654,7 @@ class Automaton:
         after = self._push(rest, t.seq(t.repeat(item, max(lo - 1, 0),
                                                  None if hi is None else hi - 1), tail))
         positions = _bit_positions(bits)
+        loop: int | None = 0
         if lo:
             row = np.zeros(256, dtype=np.int32)
             successors: tuple[int, ...] = ()
@@ -653,11 +667,15 @@ class Automaton:
             if np.count_nonzero(row[positions]):
                 return None
             successors = self._successors[base_state]
+            if state in successors:
+                loop = None
         if after != DEAD_STACK:
             target = self._intern((after,))
             row[positions] = target
             successors = (*successors, target)
-        return row, successors
+            if target == state and loop is not None:
+                loop = bits & _ASCII_BYTES
+        return row, successors, loop
 
     # -- public queries ----------------------------------------------------------------
 
@@ -687,6 +705,19 @@ class Automaton:
                 self._compute_row(s)
             table = self._rows
         return table
+
+    def self_loop_bits(self, state: int) -> int:
+        """The ASCII bytes (bits 0-127) that lead from ``state`` back to itself (builds
+        its row)."""
+        found = self._self_loops.get(state)
+        if found is None:
+            loops = self.row(state)[:128] == state
+            found = 0
+            if np.count_nonzero(loops):
+                found = int.from_bytes(np.packbits(loops, bitorder="little").tobytes(),
+                                       "little")
+            self._self_loops[state] = found
+        return found
 
     @property
     def table(self) -> np.ndarray:
@@ -1605,6 +1636,7 @@ def _disjoint(pieces: list[tuple[int, Stack]]) -> bool:
 
 
 _positions_cache: dict[int, np.ndarray] = {}
+_ASCII_BYTES = (1 << 128) - 1
 
 
 def _bit_positions(bits: int) -> np.ndarray:

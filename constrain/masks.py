@@ -364,7 +364,7 @@ class TokenMasks:
             return False
         # Every state is new and has its row: no filtering of the known ones first.
         last = self.automaton.num_states
-        self._learn_loops(np.arange(1, last), self.automaton.table[1:last])
+        self._learn_loops(list(range(1, last)), slice(1, last))
         return True
 
     def precompute(self, seconds: float) -> int:
@@ -929,7 +929,7 @@ class TokenMasks:
                     self._learn_loop(state)
             else:
                 unknown = np.unique(unknown)
-                self._learn_loops(unknown, self.automaton.rows_for(unknown)[unknown])
+                self._learn_loops(unknown.tolist(), unknown)
             # Loop checks may have built new states; the kernel indexes these arrays by state.
             self._sync(None)
 
@@ -940,28 +940,21 @@ class TokenMasks:
         class and how many characters it allows. One state at a time, with scalar
         stores: masks ask for one or two states at once, where numpy calls over arrays
         cost more than the work."""
-        loops = self.automaton.row(state)[:128] == state
-        ascii_bits = 0
-        if np.count_nonzero(loops):
-            ascii_bits = int.from_bytes(np.packbits(loops, bitorder="little").tobytes(), "little")
-        self._settle_loop(state, ascii_bits)
+        self._settle_loop(state, self.automaton.self_loop_bits(state))
 
-    def _learn_loops(self, states: np.ndarray, rows: np.ndarray) -> None:
+    def _learn_loops(self, states: list[int], where: slice | np.ndarray) -> None:
         """:meth:`_learn_loop` for many distinct states at once (a whole small automaton),
-        whose ``rows`` are given in the same order: which ASCII bytes loop back is one
-        comparison over all of them."""
-        loops = rows[:, :128] == states[:, None]
-        halves = np.packbits(loops, axis=1, bitorder="little").view("<u8").tolist()
-        learnt = [self._loop_facts(state, low | high << 64)
-                  for (low, high), state in zip(halves, states.tolist())]
+        ``where`` indexing them in the per-state arrays (a slice where they are a range)."""
+        automaton = self.automaton
+        learnt = [self._loop_facts(state, automaton.self_loop_bits(state)) for state in states]
         # Stored at once (a whole small automaton: per-state numpy stores cost more).
         self._sync(None)
         lo, hi, utf8, budget = zip(*learnt)
-        self._loop_lo[states] = lo
-        self._loop_hi[states] = hi
-        self._loop_utf8[states] = utf8
-        self._loop_budget[states] = budget
-        self._loop_known[states] = True
+        self._loop_lo[where] = lo
+        self._loop_hi[where] = hi
+        self._loop_utf8[where] = utf8
+        self._loop_budget[where] = budget
+        self._loop_known[where] = True
 
     def _loop_facts(self, state: int, ascii_bits: int) -> tuple[int, int, int, int]:
         """What :meth:`_learn_loop` says about ``state``, given the ASCII bytes (bits
