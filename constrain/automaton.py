@@ -278,7 +278,7 @@ class Automaton:
         # (see _step_members): its union term and stack are made if something asks.
         self._configs: list[Config | None] = [()]
         self._config_ids: dict[Config, int] = {(): self.DEAD}
-        self._rows = np.empty((64, 256), dtype=np.int32)
+        self._rows = np.zeros((64, 256), dtype=np.int32)  # the dead state's row: all DEAD
         # Single steps of states without a row, by ``state << 8 | byte`` (a number: no
         # tuple for the collector to count).
         self._steps: dict[int, int] = {}
@@ -300,7 +300,6 @@ class Automaton:
         # tuples of numbers, so the collector stops tracking them.
         self._alternatives_found: dict[int, tuple[int, ...] | None] = {}
         self._splits_found: dict[int, tuple[int, bool, bool, int, int] | None] = {}
-        self._rows[self.DEAD] = self.DEAD
         self._accepting = np.zeros(64, dtype=bool)
         start_rule = self._rule_index[grammar.start]
         self.start = self._intern(

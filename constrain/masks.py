@@ -86,7 +86,7 @@ def _eos_entry(vocab: Vocabulary) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
         words = np.zeros(mask_words(vocab.size), dtype=np.int32)
         set_bits(words, np.array(sorted(vocab.eos_token_ids), dtype=np.int64))
         columns = np.flatnonzero(words)
-        values = words[columns]
+        values = words[columns].view(np.uint32)  # as the kernel ORs them into masks
         for array in (words, columns, values):
             array.flags.writeable = False
         found = (words, columns, values)
@@ -122,7 +122,6 @@ class TokenMasks:
         self._next_measure = max(1, max_memory // self._row_bytes)
         self._noted = 0  # entries the compiled-constraint cache was told of
         self._eos_words, self._eos_columns, self._eos_values = _eos_entry(vocab)
-        self._eos_values_u32 = self._eos_values.view(np.uint32)  # as the kernel ORs them
         self._masks: dict[int, np.ndarray] = {}
         # Reentrant: a union's mask is made from its members' masks (see _union_mask).
         self._lock = threading.RLock()
@@ -420,13 +419,13 @@ class TokenMasks:
                 words = np.zeros((len(chunk), self.words), dtype=np.uint32)
                 done = walk.whole(automaton.table, self._loop_arrays(), chunk, words,
                                   automaton.accepting_flags(), self._eos_columns,
-                                  self._eos_values_u32)
+                                  self._eos_values)
                 # Whole arrays at once: per-state numpy calls cost more than a small
                 # regex's walk. Each mask is a read-only row of the batch's array.
                 packed = words.view(np.int32)
                 packed.flags.writeable = False
-                for row, state in zip(packed, chunk[:done]):
-                    self._masks[state] = row
+                for i in range(done):
+                    self._masks[chunk[i]] = packed[i]
                 left.extend(chunk[done:])
                 # As many as the time left allows at the pace so far, at most eight times
                 # as many as before: a state looping through most of the vocabulary

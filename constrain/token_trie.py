@@ -75,7 +75,7 @@ class TokenTrie:
     def num_nodes(self) -> int:
         return len(self.byte)
 
-    @property
+    @cached_property
     def num_roots(self) -> int:
         """The depth-1 nodes are ``0 .. num_roots - 1``."""
         return int(self.level_offsets[1]) if len(self.level_offsets) > 1 else 0
