@@ -278,7 +278,10 @@ class Automaton:
         # (see _step_members): its union term and stack are made if something asks.
         self._configs: list[Config | None] = [()]
         self._config_ids: dict[Config, int] = {(): self.DEAD}
-        self._rows = np.zeros((64, 256), dtype=np.int32)  # the dead state's row: all DEAD
+        # Room for a small regex's states; the rows are set as states are interned (a
+        # zeroed table cost more to make, right after a collection, than a small regex's
+        # walks).
+        self._rows = np.empty((16, 256), dtype=np.int32)
         # Single steps of states without a row, by ``state << 8 | byte`` (a number: no
         # tuple for the collector to count).
         self._steps: dict[int, int] = {}
@@ -300,7 +303,8 @@ class Automaton:
         # tuples of numbers, so the collector stops tracking them.
         self._alternatives_found: dict[int, tuple[int, ...] | None] = {}
         self._splits_found: dict[int, tuple[int, bool, bool, int, int] | None] = {}
-        self._accepting = np.zeros(64, dtype=bool)
+        self._rows[self.DEAD] = self.DEAD
+        self._accepting = np.zeros(16, dtype=bool)
         start_rule = self._rule_index[grammar.start]
         self.start = self._intern(
             _config((self._push(EMPTY_STACK, self.rule_terms[start_rule]),))
