@@ -124,6 +124,7 @@ _TYPE_FLAGS = _A | _U | _L
 _DIGITS = "0123456789"
 _OCT = "01234567"
 _BRACES = re.compile(r"([0-9]*)(,([0-9]*))?\}")
+_QUANTIFIERS = {"?": (0, 1), "*": (0, None), "+": (1, None)}
 _HEX_RUN = re.compile("[0-9a-fA-F]*")
 _OCT_RUN = re.compile("[0-7]*")
 _WHITESPACE = " \t\n\r\v\f"
@@ -968,7 +969,7 @@ class _Parser:
     def quantifier(self, i: int, items: list[_Item]) -> int:
         p, n = self.p, self.n
         c, j = p[i], i + 1
-        lo, hi = {"?": (0, 1), "*": (0, None), "+": (1, None)}.get(c, (0, None))
+        lo, hi = _QUANTIFIERS.get(c, (0, None))
         if c == "{":
             m = _BRACES.match(p, j)
             if m is None or p[j] == "}":  # not a repeat: a literal "{", as in re
