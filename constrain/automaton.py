@@ -292,6 +292,7 @@ class Automaton:
         # its derivative (the mask engine asks of every state; reading them back from the
         # row is three numpy calls).
         self._self_loops: dict[int, int] = {}
+        self._reachable: list[int] | None = None  # see reachable_states
         self._codes: dict[int, Code | None] = {}
         # Per (unit, pattern term): the fewest units left found enough to end, the most
         # found too few (see fits_length_bound).
@@ -1492,6 +1493,7 @@ class Automaton:
 
     def _build_levels(self, limit: int) -> bool:
         seen = {self.start}
+        order = [self.start]
         widths = [1, 1]
         level = [self.start]
         # Levels that double three times in a row (to more than 4 states) show a union of
@@ -1522,8 +1524,23 @@ class Automaton:
                     self.member_bits(built)
                 return False
             widths.append(width)
+            order += following
             level = following
+        self._reachable = order
         return True
+
+    def reachable_states(self) -> list[int] | None:
+        """The states some input reaches from the start, breadth first, once
+        :meth:`build_all` has returned True (else None). Building rows also makes states
+        no input reaches, such as the tail after a run of bytes alone, whose row the
+        run's row is made from.
+
+        >>> from constrain.grammar import Grammar, literal, alt
+        >>> a = Automaton(Grammar.single(alt(literal("ab"), literal("b"))))
+        >>> a.reachable_states() is None, a.build_all(16), a.reachable_states()
+        (True, True, [1, 2, 3])
+        """
+        return self._reachable
 
     def forced_bytes(self, state: int, limit: int = 4096) -> bytes:
         """The bytes every continuation from ``state`` starts with (for jump-forward)."""

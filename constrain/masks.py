@@ -36,7 +36,7 @@ from __future__ import annotations
 
 import threading
 import time
-from collections.abc import Callable
+from collections.abc import Callable, Sequence
 from typing import Any, Final, cast
 
 import numpy as np
@@ -362,19 +362,21 @@ class TokenMasks:
         if not self.automaton.build_all(limit):
             return False
         # Every state is new and has its row: no filtering of the known ones first.
-        last = self.automaton.num_states
-        self._learn_loops(list(range(1, last)), slice(1, last))
+        states = self.automaton.reachable_states()
+        assert states is not None  # build_all returned True
+        self._learn_loops(states, np.array(states))
         return True
 
     def precompute(self, seconds: float) -> int:
-        """Make the masks of the states built so far, in the order they were built (from
-        the start outwards), until ``seconds`` have passed; returns how many exist. After
-        :meth:`build_all`, a decoding step in a state whose mask was made here costs a
-        dictionary lookup."""
+        """Make the masks of the states built so far (after :meth:`build_all`, those some
+        input reaches), from the start outwards, until ``seconds`` have passed; returns
+        how many exist. After :meth:`build_all`, a decoding step in a state whose mask
+        was made here costs a dictionary lookup."""
         deadline = time.perf_counter() + seconds
-        states = range(1, self.automaton.num_states)
+        states: Sequence[int] = (self.automaton.reachable_states()
+                                 or range(1, self.automaton.num_states))
         if self.use_compiled and self.automaton.regular and not self.automaton.exponential:
-            states = self._precompute_whole(states, deadline)  # type: ignore[assignment]
+            states = self._precompute_whole(states, deadline)
         for state in states:
             if time.perf_counter() > deadline:
                 break
@@ -383,7 +385,7 @@ class TokenMasks:
             self._keep_within_budget()
         return len(self._masks)
 
-    def _precompute_whole(self, states: range, deadline: float) -> list[int]:
+    def _precompute_whole(self, states: Sequence[int], deadline: float) -> list[int]:
         """Walk the masks of ``states`` in batches, one kernel call per batch, until
         ``deadline``: one walk each (as :meth:`_walk_whole`), without the Python around
         each call, which costs more than the walk of a small regex's state. Returns the

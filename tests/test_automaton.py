@@ -317,10 +317,28 @@ def test_build_all_builds_a_small_regular_language_whole() -> None:
     assert a.num_states == built  # matching needed nothing new
 
 
+def test_build_all_tells_the_states_some_input_reaches() -> None:
+    """Rows made from a run's tail make that tail a state of its own, which no input may
+    reach; the masks made ahead are those of the states the rows lead to from the start."""
+    a = Automaton(g1(parse_regex(r"-?(0|[1-9][0-9]*)(\.[0-9]+)?([eE][+-]?[0-9]+)?")))
+    assert a.reachable_states() is None
+    assert a.build_all(128)
+    reachable = a.reachable_states()
+    assert reachable is not None and reachable[0] == a.start
+    seen, todo = {a.start}, [a.start]
+    while todo:
+        for target in set(a.row(todo.pop()).tolist()) - {Automaton.DEAD} - seen:
+            seen.add(target)
+            todo.append(target)
+    assert len(reachable) == len(set(reachable)) and set(reachable) == seen
+    assert len(seen) < a.num_states - 1  # the helpers exist, and are left out
+
+
 @pytest.mark.parametrize(
     "expr, most_states",
     [
-        # States double with every byte: gives up after two doublings past 8.
+        # States double with every byte: gives up at the second doubling past 2 (a
+        # counted repeat could double them past the limit).
         pytest.param(seq(star(AB), A_, repeat(AB, 20, 20)), 80, id="(a|b)*a(a|b){20}"),
         # A state per count: gives up before building anything.
         pytest.param(repeat(char_range("0", "9"), 1, 1000), 4, id="digits{1,1000}"),
