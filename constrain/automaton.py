@@ -601,7 +601,7 @@ class Automaton:
     def _compute_row(self, state: int) -> None:
         ensure_recursion_limit()
         with self._lock:
-            if self._rows[state, 0] >= 0:
+            if self._rows.item(state, 0) >= 0:
                 return
             run = self._byte_run_row(state)
             if run is not None:
@@ -690,7 +690,7 @@ class Automaton:
 
     def row(self, state: int) -> np.ndarray:
         """The 256 successor states of ``state`` (``DEAD`` where a byte is rejected)."""
-        if self._rows[state, 0] < 0:
+        if self._rows.item(state, 0) < 0:  # .item: a Python int, no numpy scalar
             self._compute_row(state)
         return self._rows[state]  # type: ignore[no-any-return]
 
