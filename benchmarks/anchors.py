@@ -170,6 +170,21 @@ def _load_json_walks(constrain: Any) -> None:
                 raise EngineError(f"the warm-up document was refused at {bytes([byte])!r}")
 
 
+def clear_compiled(constrain: Any) -> None:
+    """Empty the compiled-constraint LRU of the ``constrain`` package given (a module):
+    what a cold compile must not find."""
+    cache = constrain.cache
+    public = getattr(cache, "clear_compiled_cache", None)
+    if public is not None:
+        public()
+    else:
+        # clear_memory_caches() would also drop the per-vocabulary trie, which is setup,
+        # not compile work; only the compiled-constraint LRU must go.
+        compiled = getattr(cache, "_compiled", None)
+        if compiled is not None:
+            compiled.clear()
+
+
 class ConstrainEngine(Engine):
     """constrain through its public API only: Vocabulary.from_hf/from_tiktoken, compile_*."""
 
@@ -212,17 +227,7 @@ class ConstrainEngine(Engine):
         }, "$defs": {"c": {"enum": [None, True]}}})
 
     def before_compile(self) -> None:
-        from constrain import cache
-
-        public = getattr(cache, "clear_compiled_cache", None)
-        if public is not None:
-            public()
-        else:
-            # clear_memory_caches() would also drop the per-vocabulary trie, which is setup,
-            # not compile work; only the compiled-constraint LRU must go.
-            compiled = getattr(cache, "_compiled", None)
-            if compiled is not None:
-                compiled.clear()
+        clear_compiled(self._c)
 
     def compile(self, kind: Kind, spec: Any) -> MatcherFactory:
         c = self._c

@@ -155,6 +155,31 @@ def test_ab_runs_the_same_checkout_to_the_same_counts() -> None:
     assert "rows" in counts[0] and "2 passing in both" in report, report
 
 
+def test_compile_ab_pairs_two_copies_of_a_checkout(tmp_path: Any) -> None:
+    """The compile A/B imports a checkout's package under another name, independent of
+    the installed one, and times both sides' compiles of a case up to the first mask."""
+    from pathlib import Path
+
+    import constrain
+    from benchmarks.compile_ab import _Side, compare, import_checkout
+    from benchmarks.vocabs import load_vocab
+
+    here = Path(__file__).resolve().parents[1]
+    copy = import_checkout(here, "constrain_ab_test_copy", tmp_path)
+    assert copy is not constrain and copy.__name__ == "constrain_ab_test_copy"
+    assert Path(copy.__file__).parent == tmp_path / "constrain_ab_test_copy"
+    case = next(c for c in CASES if c.name == "choice_small")
+    bench_vocab = load_vocab("qwen")
+    base, new = _Side(copy, bench_vocab), _Side(constrain, bench_vocab)
+    a, b = compare(base, new, case, reps=2)
+    assert 0 < a < 1e6 and 0 < b < 1e6  # µs: one compile of three choices
+    # Each side compiled with its own package: the copy's cache holds the copy's objects.
+    kept = list(copy.cache._compiled.values())
+    assert kept and all(isinstance(c, copy.compiler.CompiledConstraint) for c in kept)
+    assert not any(isinstance(c, copy.compiler.CompiledConstraint)
+                   for c in constrain.cache._compiled.values())
+
+
 def test_report_counts_each_keyword_by_the_schemas_using_it() -> None:
     from benchmarks.maskbench import DATA, summarize_results
 
